@@ -1,0 +1,247 @@
+"""Seeded, batched instance generators (paper App. F). Node 0 is the depot.
+
+Every generator samples a whole batch with tensor ops on the requested device;
+the only Python loop is the (few-round) rejection sampler of clustered layouts,
+which is vectorized over the batch.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.problems import Problem, capacity_for
+from pyg_routing.errors import InvalidInstanceError
+
+DISTRIBUTIONS = ("uniform", "clustered")
+
+
+class _Generator:
+    """Shared seeding and location sampling."""
+
+    problem: Problem
+
+    def __init__(self, num_customers: int, seed: int | None = None,
+                 distribution: str = "uniform", device: torch.device | str = "cpu") -> None:
+        if int(num_customers) < 1:
+            raise InvalidInstanceError(f"num_customers must be >= 1, got {num_customers}")
+        if distribution not in DISTRIBUTIONS:
+            raise InvalidInstanceError(f"unknown distribution {distribution!r}; "
+                                       f"choose from {DISTRIBUTIONS}")
+        self.num_customers = int(num_customers)
+        self.distribution = distribution
+        self.device = torch.device(device)
+        self.seed = seed
+        self.rng = torch.Generator(device=self.device)
+        if seed is None:
+            self.rng.seed()
+        else:
+            self.rng.manual_seed(int(seed))
+
+    @property
+    def num_nodes(self) -> int:
+        return self.num_customers + 1
+
+    def _rand(self, *shape: int) -> Tensor:
+        return torch.rand(*shape, generator=self.rng, device=self.device)
+
+    def _locations(self, batch_size: int, num_customers: int | None = None) -> Tensor:
+        """``[B, 1 + n, 2]``: depot uniform in the unit square, ``n`` customers
+        (default ``num_customers``) uniform or clustered."""
+        n = self.num_customers if num_customers is None else num_customers
+        depot = self._rand(batch_size, 1, 2)
+        if self.distribution == "uniform":
+            customers = self._rand(batch_size, n, 2)
+        else:
+            customers = self._clustered(batch_size, n)
+        return torch.cat([depot, customers], dim=1)
+
+    def _clustered(self, batch_size: int, n: int, max_seeds: int = 8) -> Tensor:
+        """Clustered customers as in Uchoa et al. (2017) / Queiroga et al. (2022):
+        ``S ~ U{3..8}`` uniform seeds; every other customer is accepted with
+        probability ``min(1, sum_s exp(-d(x, s) / 0.04))`` (their ``exp(-d/40)`` on a
+        1000-wide grid, rescaled to the unit square)."""
+        b = batch_size
+        num_seeds = torch.randint(3, max_seeds + 1, (b,), generator=self.rng,
+                                  device=self.device).clamp(max=n)
+        seeds = self._rand(b, max_seeds, 2)
+        seed_valid = torch.arange(max_seeds, device=self.device) < num_seeds[:, None]
+        out = torch.zeros(b, n, 2, device=self.device)
+        k = min(max_seeds, n)
+        out[:, :k] = seeds[:, :k]
+        filled = num_seeds.clone()
+        rows = torch.arange(b, device=self.device)[:, None]
+        for _ in range(1000):
+            if bool((filled >= n).all()):
+                return out
+            cand = self._rand(b, 8 * n, 2)
+            dist = (cand[:, :, None] - seeds[:, None]).norm(dim=-1)        # [B, K, S]
+            attract = (torch.exp(-dist / 0.04) * seed_valid[:, None]).sum(-1)
+            accept = self._rand(b, 8 * n) < attract.clamp(max=1.0)
+            slot = filled[:, None] + torch.cumsum(accept.long(), 1) - 1
+            ok = accept & (slot < n)
+            out[rows.expand_as(ok)[ok], slot[ok]] = cand[ok]
+            filled = filled + ok.sum(1)
+        raise RuntimeError("clustered sampling did not converge")  # pragma: no cover
+
+    def _demands(self, batch_size: int) -> Tensor:
+        """``[B, N]`` demands ``U{1..9}``, depot 0."""
+        d = torch.randint(1, 10, (batch_size, self.num_customers), generator=self.rng,
+                          device=self.device).float()
+        return torch.cat([d.new_zeros(batch_size, 1), d], dim=1)
+
+    def sample(self, batch_size: int) -> RoutingInstances:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(num_customers={self.num_customers}, seed={self.seed}, "
+                f"distribution={self.distribution!r})")
+
+
+class TSPGenerator(_Generator):
+    """TSP with ``num_customers`` cities; node 0 is the city tours start from, so
+    TSP-20 is ``TSPGenerator(20)`` with 20 nodes (``num_nodes == num_customers``)."""
+
+    problem = Problem.TSP
+
+    @property
+    def num_nodes(self) -> int:
+        return self.num_customers
+
+    def sample(self, batch_size: int) -> RoutingInstances:
+        if self.num_customers < 2:
+            raise InvalidInstanceError("a TSP needs at least 2 cities")
+        # Node 0 plays the depot, so N cities are one depot and N - 1 customers.
+        return RoutingInstances(self.problem,
+                                self._locations(batch_size, self.num_customers - 1))
+
+
+class CVRPGenerator(_Generator):
+    """CVRP: demands ``U{1..9}``, capacity ``C(n)`` of App. F unless given."""
+
+    problem = Problem.CVRP
+
+    def __init__(self, num_customers: int, seed: int | None = None,
+                 distribution: str = "uniform", capacity: float | None = None,
+                 device: torch.device | str = "cpu") -> None:
+        super().__init__(num_customers, seed, distribution, device)
+        self.capacity = float(capacity if capacity is not None else capacity_for(num_customers))
+        if self.capacity < 9:
+            raise InvalidInstanceError(f"capacity {self.capacity} is below the largest "
+                                       f"possible demand 9")
+
+    def sample(self, batch_size: int) -> RoutingInstances:
+        pos = self._locations(batch_size)
+        demand = self._demands(batch_size)
+        cap = torch.full((batch_size,), self.capacity, device=self.device)
+        return RoutingInstances(self.problem, pos, demand=demand, capacity=cap)
+
+
+class VRPTWGenerator(CVRPGenerator):
+    """VRPTW: CVRP layout and demands plus Solomon-style windows (speed 1).
+
+    Service times ``s_i ~ U[0.15, 0.18]``, window lengths ``w_i ~ U[0.18, 0.20]``.
+    The depot is open on ``[0, T]`` with ``T = max_i (2 d_0i + s_i + w_i)`` per
+    instance, and each window start ``e_i ~ U[d_0i, T - d_0i - s_i - w_i]``, so the
+    out-and-back route ``0 -> i -> 0`` is feasible for every customer and a
+    feasible schedule always exists.
+    """
+
+    problem = Problem.VRPTW
+
+    def sample(self, batch_size: int) -> RoutingInstances:
+        base = super().sample(batch_size)
+        b, n = batch_size, self.num_customers
+        d0 = (base.pos[:, 1:] - base.pos[:, :1]).norm(dim=-1)                # [B, n]
+        service = 0.15 + 0.03 * self._rand(b, n)
+        width = 0.18 + 0.02 * self._rand(b, n)
+        horizon = (2 * d0 + service + width).amax(dim=1, keepdim=True)       # [B, 1]
+        latest = horizon - d0 - service - width
+        start = d0 + (latest - d0).clamp(min=0) * self._rand(b, n)
+        tw = torch.stack([start, start + width], dim=-1)
+        depot_tw = torch.cat([torch.zeros_like(horizon), horizon], dim=-1)[:, None]
+        time_window = torch.cat([depot_tw, tw], dim=1)
+        service_time = torch.cat([service.new_zeros(b, 1), service], dim=1)
+        return RoutingInstances(self.problem, base.pos, demand=base.demand,
+                                capacity=base.capacity, time_window=time_window,
+                                service_time=service_time)
+
+
+class PCVRPGenerator(CVRPGenerator):
+    """PCVRP: CVRP plus prizes ``p_i = κ ξ_i d_i`` with ``ξ_i ~ U[0.8, 1.2]``.
+
+    κ is calibrated so that about half of the customers are attractive under a
+    *radial cost-share oracle*: serving customer ``i`` costs its share of an
+    out-and-back trip, ``2 d_0i · d_i / C`` (the Haimovich–Rinnooy Kan radial
+    term of CVRP cost), and ``i`` is attractive when ``p_i`` exceeds it, i.e.
+    when ``κ ξ_i > 2 d_0i / C``. κ is the median of ``2 d_0i / (C ξ_i)`` over a
+    fixed calibration sample (1 000 instances, seed 0, same size, layout and
+    capacity), so it depends only on the generator's parameters and never on
+    the caller's seed. Pass ``kappa`` to override.
+    """
+
+    problem = Problem.PCVRP
+
+    def __init__(self, num_customers: int, seed: int | None = None,
+                 distribution: str = "uniform", capacity: float | None = None,
+                 kappa: float | None = None, device: torch.device | str = "cpu") -> None:
+        super().__init__(num_customers, seed, distribution, capacity, device)
+        self.kappa = float(kappa) if kappa is not None else self.calibrate_kappa(
+            num_customers, distribution, self.capacity)
+
+    @staticmethod
+    def calibrate_kappa(num_customers: int, distribution: str = "uniform",
+                        capacity: float | None = None, num_instances: int = 1000) -> float:
+        gen = CVRPGenerator(num_customers, seed=0, distribution=distribution,
+                            capacity=capacity)
+        pos = gen._locations(num_instances)
+        xi = 0.8 + 0.4 * gen._rand(num_instances, num_customers)
+        d0 = (pos[:, 1:] - pos[:, :1]).norm(dim=-1)
+        return float(torch.median(2 * d0 / (gen.capacity * xi)))
+
+    def sample(self, batch_size: int) -> RoutingInstances:
+        base = super().sample(batch_size)
+        xi = 0.8 + 0.4 * self._rand(batch_size, self.num_nodes)
+        prize = self.kappa * xi * base.demand                               # depot: demand 0
+        return RoutingInstances(self.problem, base.pos, demand=base.demand,
+                                capacity=base.capacity, prize=prize)
+
+
+class PDTSPGenerator(_Generator):
+    """PDTSP: ``num_customers / 2`` pickup–delivery pairs; pickup ``r`` (1..P) pairs
+    with delivery ``r + P``; one vehicle, no capacity. PDTSP-51 is
+    ``PDTSPGenerator(50)``."""
+
+    problem = Problem.PDTSP
+
+    def __init__(self, num_customers: int, seed: int | None = None,
+                 distribution: str = "uniform", device: torch.device | str = "cpu") -> None:
+        if int(num_customers) % 2 or int(num_customers) < 2:
+            raise InvalidInstanceError(f"PDTSP needs an even number of customers (pairs), "
+                                       f"got {num_customers}")
+        super().__init__(num_customers, seed, distribution, device)
+
+    def sample(self, batch_size: int) -> RoutingInstances:
+        pos = self._locations(batch_size)
+        p = self.num_customers // 2
+        pickups = torch.arange(1, p + 1, device=self.device)
+        pairs = torch.stack([pickups, pickups + p])
+        return RoutingInstances(self.problem, pos, pickup_delivery_index=pairs)
+
+
+GENERATORS: dict[Problem, type[_Generator]] = {
+    Problem.TSP: TSPGenerator, Problem.CVRP: CVRPGenerator, Problem.VRPTW: VRPTWGenerator,
+    Problem.PCVRP: PCVRPGenerator, Problem.PDTSP: PDTSPGenerator,
+}
+
+
+def make_generator(problem: str | Problem, num_customers: int, seed: int | None = None,
+                   **kwargs) -> _Generator:
+    """The generator of ``problem`` (``tsp``, ``cvrp``, ``vrptw``, ``pcvrp``, ``pdtsp``)."""
+    prob = Problem.parse(problem)
+    if prob not in GENERATORS:
+        raise InvalidInstanceError(f"no generator for {prob.value!r}; generators exist for "
+                                   f"{', '.join(p.value for p in GENERATORS)}")
+    return GENERATORS[prob](num_customers, seed=seed, **kwargs)
+

@@ -1,0 +1,81 @@
+"""``RoutingInstances``: a dense batch of same-size instances (generator output)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import torch
+from torch import Tensor
+
+from pyg_routing.data.problems import Problem
+from pyg_routing.data.routing_data import RoutingData
+
+
+@dataclass
+class RoutingInstances:
+    """``B`` instances of one problem with ``N`` nodes each (node 0 = depot).
+
+    Attributes:
+        problem: the routing problem.
+        pos: ``[B, N, 2]`` coordinates.
+        demand: ``[B, N]`` (capacitated problems), depot 0.
+        capacity: ``[B]``.
+        time_window: ``[B, N, 2]``; service_time: ``[B, N]`` (VRPTW).
+        prize: ``[B, N]`` (PCVRP).
+        pickup_delivery_index: ``[2, P]`` local node ids, shared by all instances
+            (PDTSP: pickup ``r`` pairs with delivery ``r + P``).
+    """
+
+    problem: Problem
+    pos: Tensor
+    demand: Tensor | None = None
+    capacity: Tensor | None = None
+    time_window: Tensor | None = None
+    service_time: Tensor | None = None
+    prize: Tensor | None = None
+    pickup_delivery_index: Tensor | None = None
+
+    def __len__(self) -> int:
+        return self.pos.size(0)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.pos.size(1)
+
+    @property
+    def device(self) -> torch.device:
+        return self.pos.device
+
+    def _tensor_fields(self) -> dict[str, Tensor]:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("problem", "pickup_delivery_index")
+                and getattr(self, f.name) is not None}
+
+    def to(self, device: torch.device | str) -> RoutingInstances:
+        moved = {k: v.to(device) for k, v in self._tensor_fields().items()}
+        if self.pickup_delivery_index is not None:
+            moved["pickup_delivery_index"] = self.pickup_delivery_index.to(device)
+        return replace(self, **moved)
+
+    def __getitem__(self, index: int | slice | Tensor) -> RoutingData | RoutingInstances:
+        """An ``int`` gives one validated :class:`RoutingData`; a slice, index tensor
+        or bool mask gives a smaller ``RoutingInstances``."""
+        if isinstance(index, int):
+            if not -len(self) <= index < len(self):
+                raise IndexError(f"instance {index} out of range for {len(self)} instances")
+            return RoutingData.from_instance(
+                self.problem, self.pos[index],
+                demand=None if self.demand is None else self.demand[index],
+                capacity=None if self.capacity is None else self.capacity[index],
+                time_window=None if self.time_window is None else self.time_window[index],
+                service_time=None if self.service_time is None else self.service_time[index],
+                prize=None if self.prize is None else self.prize[index],
+                pickup_delivery_index=self.pickup_delivery_index)
+        return replace(self, **{k: v[index] for k, v in self._tensor_fields().items()})
+
+    def to_data_list(self) -> list[RoutingData]:
+        return [self[i] for i in range(len(self))]
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{k}={list(v.shape)}" for k, v in self._tensor_fields().items())
+        return f"RoutingInstances(problem={self.problem.value!r}, {parts})"

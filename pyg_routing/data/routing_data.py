@@ -1,0 +1,269 @@
+"""``RoutingData``: a routing instance and (optionally) a solution as PyG data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Batch, Data
+
+from pyg_routing.data.evaluation import ROUNDING_CODES, arc_lengths, solution_cost
+from pyg_routing.data.problems import Problem
+from pyg_routing.data.route_quantities import depot_angle, route_quantities
+from pyg_routing.data.validation import as_tensor, normalize_routes, validate_instance
+from pyg_routing.errors import NoSolutionError
+
+#: Node-level instance fields, copied verbatim into a solution.
+INSTANCE_KEYS = ("pos", "demand", "capacity", "time_window", "service_time", "prize",
+                 "pickup_delivery_index", "depot_angle", "raw_pos", "raw_time_window",
+                 "raw_service_time", "scale", "rounding", "problem", "name")
+#: Fields that describe a solution (recomputed whenever the routes change).
+SOLUTION_KEYS = ("edge_index", "route_index", "num_routes", "route_pos", "cum_dist",
+                 "route_length")
+
+
+class RoutingData(Data):
+    r"""A routing instance, optionally with a solution, as a PyG ``Data``.
+
+    Instance fields (node 0 is the depot, ``N`` nodes):
+
+    * ``pos`` ``[N, 2]`` float coordinates (benchmarks: normalized by one scale).
+    * ``demand`` ``[N]``, ``capacity`` ``[1]`` (capacitated problems; pickup and
+      delivery problems use signed demands).
+    * ``time_window`` ``[N, 2]``, ``service_time`` ``[N]`` (time-window problems,
+      same time unit as distances: speed 1).
+    * ``prize`` ``[N]`` (PCVRP), ``pickup_delivery_index`` ``[2, P]`` (pickup and
+      delivery problems: row 0 pickups, row 1 their deliveries).
+    * ``depot_angle`` ``[N]``: θ = atan2(y - y0, x - x0), 0 at the depot.
+    * ``problem`` (str), ``name`` (str, optional).
+    * Benchmarks also keep ``raw_pos`` (float64, original units), ``scale`` and
+      ``rounding`` so :meth:`cost` reports the benchmark's own numbers.
+
+    Solution fields (set by :meth:`from_routes`):
+
+    * ``edge_index`` ``[2, E]``: the route graph, arcs depot→first, consecutive
+      customers, last→depot, routes in order.
+    * ``route_index`` ``[2, V]``: (customer, route id) pairs of visited customers;
+      :attr:`route_id` gives the per-node view (-1 for depot and unvisited).
+    * ``route_pos`` ``[N]`` (1-based; depot 0, unvisited -1), ``cum_dist`` ``[N]``
+      (d_i), ``route_length`` ``[N]`` (d_L; 0 for depot and unvisited),
+      ``num_routes`` ``[1]``.
+
+    Batching with :class:`torch_geometric.data.Batch` shifts node indices and route
+    ids, so route ids stay unique over a batch.
+    """
+
+    def __inc__(self, key: str, value: Any, *args: Any, **kwargs: Any) -> Any:
+        if key == "route_index":
+            return torch.tensor([[self.num_nodes], [int(self.num_routes.sum())]])
+        return super().__inc__(key, value, *args, **kwargs)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_instance(cls, problem: str | Problem, pos: Any, *, demand: Any = None,
+                      capacity: Any = None, time_window: Any = None,
+                      service_time: Any = None, prize: Any = None,
+                      pickup_delivery_index: Any = None, name: str | None = None,
+                      raw_pos: Any = None, raw_time_window: Any = None,
+                      raw_service_time: Any = None, scale: float = 1.0,
+                      rounding: str = "none") -> RoutingData:
+        """Validate and copy an instance (nothing the caller passed is kept or mutated).
+
+        Raises:
+            InvalidInstanceError: NaN/inf values, wrong shapes, negative demand,
+                capacity or service time, a demand above capacity, a window that
+                opens after it closes, malformed pickup/delivery pairs.
+        """
+        prob = Problem.parse(problem)
+        label = name
+        fields: dict[str, Tensor | None] = {
+            "pos": as_tensor(pos, "pos", torch.get_default_dtype(), label),
+            "demand": None if demand is None else as_tensor(demand, "demand", torch.float, label),
+            "capacity": None if capacity is None else
+            as_tensor(capacity, "capacity", torch.float, label).reshape(-1),
+            "time_window": None if time_window is None else
+            as_tensor(time_window, "time_window", torch.float, label),
+            "service_time": None if service_time is None else
+            as_tensor(service_time, "service_time", torch.float, label),
+            "prize": None if prize is None else as_tensor(prize, "prize", torch.float, label),
+            "pickup_delivery_index": None if pickup_delivery_index is None else
+            as_tensor(pickup_delivery_index, "pickup_delivery_index", torch.long, label),
+        }
+        validate_instance(prob, fields["pos"], fields["demand"], fields["capacity"],
+                          fields["time_window"], fields["service_time"], fields["prize"],
+                          fields["pickup_delivery_index"], label)
+        n = fields["pos"].size(0)
+        depot = torch.zeros(n, dtype=torch.bool)
+        depot[0] = True
+        data = cls(**{k: v for k, v in fields.items() if v is not None})
+        data.depot_angle = depot_angle(data.pos, torch.zeros(n, dtype=torch.long), depot)
+        data.problem = prob.value
+        if name is not None:
+            data.name = str(name)
+        if raw_pos is not None:
+            data.raw_pos = as_tensor(raw_pos, "raw_pos", torch.float64, label)
+            if raw_time_window is not None:
+                data.raw_time_window = as_tensor(raw_time_window, "raw_time_window",
+                                                 torch.float64, label)
+                data.raw_service_time = as_tensor(raw_service_time, "raw_service_time",
+                                                  torch.float64, label)
+        data.scale = torch.tensor([float(scale)], dtype=torch.float64)
+        data.rounding = torch.tensor([ROUNDING_CODES[rounding]])
+        return data
+
+    @classmethod
+    def from_routes(cls, instance: RoutingData, routes: Iterable[Iterable[int]]) -> RoutingData:
+        """A new ``RoutingData`` holding ``instance`` and the solution ``routes``.
+
+        Args:
+            instance: an instance (any solution it already holds is replaced).
+            routes: one list of customer ids per route, depot omitted, e.g.
+                ``[[3, 5, 1], [2, 4]]``.
+
+        Raises:
+            InvalidSolutionError: node out of range, depot inside a route, empty
+                route, a customer missing or visited twice, several routes for a
+                single-vehicle problem.
+        """
+        prob = Problem.parse(instance.problem)
+        n = instance.num_nodes
+        clean = normalize_routes(routes, n, prob, getattr(instance, "name", None))
+        src, dst = [], []
+        for route in clean:
+            tour = [0, *route, 0]
+            src.extend(tour[:-1])
+            dst.extend(tour[1:])
+        data = cls(**{k: (v.clone() if isinstance(v, Tensor) else v)
+                      for k, v in instance.to_dict().items() if k not in SOLUTION_KEYS})
+        data.edge_index = torch.tensor([src, dst], dtype=torch.long, device=instance.pos.device)
+        data._set_route_quantities()
+        return data
+
+    def _set_route_quantities(self) -> None:
+        """(Re)compute the solution fields from ``edge_index``."""
+        rq = route_quantities(self.pos, self.edge_index, self.depot_mask,
+                              getattr(self, "batch", None), self.num_graphs)
+        visited = rq.route_id >= 0
+        nodes = torch.nonzero(visited).flatten()
+        self.route_index = torch.stack([nodes, rq.route_id[nodes]])
+        self.num_routes = rq.num_routes
+        self.route_pos = rq.route_pos
+        self.cum_dist = rq.cum_dist
+        self.route_length = rq.route_length
+
+    # ------------------------------------------------------------------ views
+    @property
+    def depot_mask(self) -> Tensor:
+        """``[N]`` bool, True at each graph's node 0."""
+        mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=self.pos.device)
+        ptr = getattr(self, "ptr", None)
+        mask[ptr[:-1] if ptr is not None else 0] = True
+        return mask
+
+    @property
+    def has_solution(self) -> bool:
+        return "edge_index" in self
+
+    def _require_solution(self) -> None:
+        if not self.has_solution:
+            raise NoSolutionError(
+                f"{self._label(0)}this instance has no solution; build one with "
+                f"RoutingData.from_routes(instance, routes)")
+
+    @property
+    def route_id(self) -> Tensor:
+        """``[N]`` route id of each node (unique over a batch); -1 for depot/unvisited."""
+        self._require_solution()
+        rid = torch.full((self.num_nodes,), -1, dtype=torch.long, device=self.pos.device)
+        rid[self.route_index[0]] = self.route_index[1]
+        return rid
+
+    @property
+    def visited(self) -> Tensor:
+        """``[N]`` bool, True for customers on a route."""
+        return self.route_id >= 0
+
+    def _label(self, graph: int) -> str:
+        names = getattr(self, "name", None)
+        if isinstance(names, list):
+            return f"instance {names[graph]!r}: "
+        if isinstance(names, str):
+            return f"instance {names!r}: "
+        return f"instance {graph}: " if isinstance(self, Batch) else ""
+
+    def _graph_of_node(self) -> Tensor:
+        batch = getattr(self, "batch", None)
+        return batch if batch is not None else torch.zeros(
+            self.num_nodes, dtype=torch.long, device=self.pos.device)
+
+    def routes(self) -> list[list[int]] | list[list[list[int]]]:
+        """The solution as lists of customer ids (depot omitted), in route order.
+
+        For a ``Batch``: one such list per instance, with local node ids.
+        """
+        self._require_solution()
+        depot = self.depot_mask.tolist()
+        graph = self._graph_of_node().tolist()
+        ptr = self.ptr.tolist() if isinstance(self, Batch) else [0, self.num_nodes]
+        out: list[list[list[int]]] = [[] for _ in range(len(ptr) - 1)]
+        for s, d in zip(*self.edge_index.tolist()):
+            if not depot[d]:
+                if depot[s]:
+                    out[graph[d]].append([])
+                out[graph[d]][-1].append(d - ptr[graph[d]])
+        return out if isinstance(self, Batch) else out[0]
+
+    @property
+    def num_graphs(self) -> int:
+        """1 for a single instance (``Batch`` overrides this)."""
+        return 1
+
+    # ------------------------------------------------------------------ evaluation
+    def arc_lengths(self) -> Tensor:
+        """``[E]`` length of each route arc in the instance's own units (benchmarks:
+        original units with the benchmark's rounding)."""
+        self._require_solution()
+        src, dst = self.edge_index
+        if "raw_pos" in self:
+            return arc_lengths(self.raw_pos, src, dst,
+                               self.rounding[self._graph_of_node()[src]])
+        return arc_lengths(self.pos, src, dst)
+
+    def cost(self) -> Tensor:
+        """Objective value: a scalar tensor, or ``[num_graphs]`` for a ``Batch``.
+
+        Total route length (TSP, CVRP, VRPTW, PDTSP, PDPTW); PCVRP subtracts the
+        prizes of visited customers. Benchmark instances report original units
+        with their rounding convention, so gaps to BKS are right.
+        """
+        length = self.arc_lengths()
+        graph = self._graph_of_node()
+        prize = self.prize if "prize" in self else None
+        cost = solution_cost(length, graph[self.edge_index[0]], self.num_graphs, prize,
+                             self.visited if prize is not None else None, graph)
+        return cost if isinstance(self, Batch) else cost[0]
+
+    def check(self, allow_zero_length: bool = False) -> None:
+        """Raise a typed error for the first broken constraint, else return None.
+
+        Raises:
+            InvalidSolutionError: structural problems (missing or repeated customers).
+            ZeroLengthRouteError: a route of length 0, unless ``allow_zero_length``.
+            InfeasibleSolutionError: capacity, time window or precedence violated.
+        """
+        from pyg_routing.data.feasibility import find_violations
+
+        self._require_solution()
+        violations = find_violations(self, allow_zero_length=allow_zero_length, limit=1)
+        if violations:
+            raise violations[0]
+
+    def is_feasible(self, allow_zero_length: bool = False) -> Tensor:
+        """``[num_graphs]`` bool (scalar for a single instance), without raising."""
+        from pyg_routing.data.feasibility import feasible_mask
+
+        self._require_solution()
+        mask = feasible_mask(self, allow_zero_length=allow_zero_length)
+        return mask if isinstance(self, Batch) else mask[0]

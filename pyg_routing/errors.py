@@ -1,0 +1,57 @@
+"""Typed errors raised by pyg_routing.
+
+Every error names what is wrong and where (instance, route, node), so a user can
+find the offending input without reading a stack trace from inside torch.
+"""
+
+from __future__ import annotations
+
+
+class RoutingError(ValueError):
+    """Base class of every error this library raises about its inputs."""
+
+
+class InvalidInstanceError(RoutingError):
+    """An instance is malformed: bad shapes, NaN/inf values, negative demand,
+    a demand above capacity, a time window that opens after it closes, ..."""
+
+
+class InvalidSolutionError(RoutingError):
+    """A solution is structurally broken: a customer missing or visited twice,
+    a node id out of range, the depot inside a route, an empty route, ..."""
+
+
+class InfeasibleSolutionError(RoutingError):
+    """A structurally valid solution violates a constraint of its problem:
+    capacity, a time window, or a pickup after its delivery."""
+
+
+class ZeroLengthRouteError(InvalidSolutionError):
+    """A route has length zero (all of its customers sit on the depot), so its
+    distance-normalized quantities are undefined."""
+
+
+class NoSolutionError(RoutingError):
+    """A solution-dependent quantity was asked of an instance with no solution."""
+
+
+class UnknownInstanceError(RoutingError, FileNotFoundError):
+    """A benchmark instance name or path could not be resolved."""
+
+
+class InstanceFormatError(InvalidInstanceError):
+    """An instance or solution file could not be parsed."""
+
+
+def where(instance: str | int | None = None, route: int | None = None,
+          node: int | None = None) -> str:
+    """Format a location prefix such as ``"instance 3, route 1, node 17: "``."""
+    parts = []
+    if instance is not None:
+        parts.append(f"instance {instance!r}" if isinstance(instance, str) else
+                     f"instance {instance}")
+    if route is not None:
+        parts.append(f"route {route}")
+    if node is not None:
+        parts.append(f"node {node}")
+    return (", ".join(parts) + ": ") if parts else ""
