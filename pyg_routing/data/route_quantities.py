@@ -81,7 +81,8 @@ def pointer_jump(parent: Tensor, values: Sequence[Tensor],
     n = parent.numel()
     dummy = torch.full((1,), n, dtype=torch.long, device=parent.device)
     par = torch.cat([torch.where(parent < 0, dummy.expand(n), parent), dummy])
-    vals = [torch.cat([v, v.new_full((1,), ident)]) for v, ident in zip(values, identity)]
+    vals = [torch.cat([v, v.new_full((1,), ident)])
+            for v, ident in zip(values, identity, strict=True)]
     max_rounds = math.ceil(math.log2(n + 1)) + 1
     for _ in range(max_rounds + 1):
         if bool((par[:n] == n).all()):
@@ -93,10 +94,6 @@ def pointer_jump(parent: Tensor, values: Sequence[Tensor],
         f"the route arcs contain a cycle that never reaches a depot (nodes {stuck} ...)")
 
 
-def _add(mine: list[Tensor], anc: list[Tensor]) -> list[Tensor]:
-    return [a + b for a, b in zip(mine, anc)]
-
-
 def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
                      batch: Tensor | None = None,
                      num_graphs: int | None = None) -> RouteQuantities:
@@ -106,12 +103,17 @@ def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
         pos: ``[N, 2]`` coordinates.
         edge_index: ``[2, E]`` route arcs, every route as ``depot -> v_1 -> ... ->
             v_L -> depot`` and routes listed in order (their ids follow the order
-            of their ``depot -> v_1`` arcs). ``depot -> depot`` arcs (empty routes,
-            e.g. unused dummy depots) are ignored.
+            of their ``depot -> v_1`` arcs; the arcs may otherwise come in any
+            order). ``depot -> depot`` arcs (empty routes, padding, unused dummy
+            depots) are ignored.
         depot_mask: ``[N]`` bool, True for depot nodes (dummy depot copies too).
         batch: ``[N]`` graph index of each node; the first node of each graph is
             the depot its angles are measured from.
         num_graphs: number of graphs (inferred from ``batch`` when omitted).
+
+    Masked writes go to a trash slot ``N`` instead of through boolean indexing, so
+    no step needs ``nonzero`` (a host sync on GPUs); the only syncs are the
+    pointer-jumping convergence test and the route count.
     """
     n = pos.size(0)
     device = pos.device
@@ -120,60 +122,70 @@ def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
     src, dst = edge_index[0], edge_index[1]
     from_depot, to_depot = depot_mask[src], depot_mask[dst]
     arc_len = (pos[dst] - pos[src]).norm(dim=-1)
+    trash = torch.full_like(dst, n)
 
-    # Predecessor of every visited customer (-1 for route starts and non-route nodes).
-    into_customer = ~to_depot
-    parent = torch.full((n,), -1, dtype=torch.long, device=device)
-    parent[dst[into_customer & ~from_depot]] = src[into_customer & ~from_depot]
-    incoming = torch.zeros(n, dtype=pos.dtype, device=device)
-    incoming[dst[into_customer]] = arc_len[into_customer]
-    visited = torch.zeros(n, dtype=torch.bool, device=device)
-    visited[dst[into_customer]] = True
+    # Predecessor pointers; route starts point to themselves.
+    parent = torch.arange(n + 1, device=device)
+    parent[torch.where(from_depot | to_depot, trash, dst)] = src
+    parent[n] = n
+    into = torch.where(to_depot, trash, dst)
+    incoming = pos.new_zeros(n + 1)
+    incoming[into] = arc_len
+    visited = torch.zeros(n + 1, dtype=torch.bool, device=device)
+    visited[into] = True
+    visited = visited[:n]
+
+    # Wyllie list ranking: after the loop parent[v] is v's route start (its root),
+    # acc[v] the distance from the root to v, rank[v] the hops from the root.
+    is_root = parent == torch.arange(n + 1, device=device)
+    acc = torch.where(is_root, torch.zeros_like(incoming), incoming)
+    rank = (~is_root).to(torch.long)
+    for _ in range(math.ceil(math.log2(n + 1)) + 2):
+        grand = parent[parent]
+        if torch.equal(grand, parent):
+            break
+        acc = acc + acc[parent]
+        rank = rank + rank[parent]
+        parent = grand
+    root = parent[:n]
+    # A cycle of customers that never reaches a depot collapses onto a node that
+    # was not a route start (or never converges): report it instead of inventing ids.
+    reached = is_root[root] & torch.equal(parent[parent], parent)
+    if not bool((reached | ~visited).all()):
+        stuck = torch.nonzero(visited & ~reached).flatten()[:5].tolist()
+        raise InvalidSolutionError(
+            f"the route arcs contain a cycle that never reaches a depot (nodes {stuck} ...)")
+    cum_dist = torch.where(visited, acc[:n] + incoming[root], pos.new_zeros(n))
 
     # Route ids follow the order of the route-opening arcs.
-    opening = from_depot & into_customer
-    starts = dst[opening]
-    num_total_routes = starts.numel()
-    start_route = torch.full((n,), -1, dtype=torch.long, device=device)
-    start_route[starts] = torch.arange(num_total_routes, device=device)
-
-    ones = visited.to(pos.dtype)
-    root = torch.where(parent < 0, torch.arange(n, device=device), parent)
-
-    cum_dist, position = pointer_jump(parent, [incoming, ones], _add, [0.0, 0.0])
-    # Root (first customer) of each chain: plain pointer doubling on the same pointers.
-    for _ in range(math.ceil(math.log2(n + 1)) + 1):
-        nxt = root[root]
-        if bool((nxt == root).all()):
-            break
-        root = nxt
-
-    route_id = torch.where(visited, start_route[root], torch.full_like(root, -1))
-    route_pos = torch.where(visited, position.round().long(),
+    opening = from_depot & ~to_depot
+    route_no = torch.cumsum(opening.long(), 0) - 1
+    num_total_routes = int(route_no[-1]) + 1 if route_no.numel() else 0
+    start_route = torch.full((n + 1,), -1, dtype=torch.long, device=device)
+    start_route[torch.where(opening, dst, trash)] = route_no
+    route_id = torch.where(visited, start_route[root], -1)
+    route_pos = torch.where(visited, rank[:n] + 1,
                             torch.where(depot_mask, 0, -1))
 
     # d_L = d_last + |last -> depot|, broadcast back to the route's nodes.
     closing = ~from_depot & to_depot
-    last = src[closing]
-    length_of_route = torch.zeros(num_total_routes, dtype=pos.dtype, device=device)
-    length_of_route[route_id[last]] = cum_dist[last] + arc_len[closing]
-    safe_id = route_id.clamp(min=0)
-    route_length = torch.where(visited, length_of_route[safe_id],
-                               torch.zeros_like(cum_dist))
-    cum_dist = torch.where(visited, cum_dist, torch.zeros_like(cum_dist))
+    length_of_route = pos.new_zeros(num_total_routes + 1)
+    slot = torch.where(closing, route_id[src], num_total_routes)
+    length_of_route[slot] = cum_dist[src] + arc_len
+    route_length = torch.where(visited, length_of_route[route_id.clamp(min=0)],
+                               pos.new_zeros(n))
 
     if batch is None:
-        num_routes = torch.tensor([num_total_routes], dtype=torch.long, device=device)
+        num_routes = opening.sum().reshape(1)
         depot_index = torch.zeros(n, dtype=torch.long, device=device)
     else:
-        num_routes = scatter(torch.ones_like(starts), batch[starts], 0,
-                             dim_size=num_graphs, reduce="sum")
+        num_routes = scatter(opening.long(), batch[src], 0, dim_size=num_graphs, reduce="sum")
         depot_index = first_node_of_graph(batch, n, num_graphs)
     theta = depot_angle(pos, depot_index, depot_mask)
     return RouteQuantities(route_id, route_pos, cum_dist, route_length, theta, num_routes)
 
 
-def edge_index_from_tours(tours: Tensor, num_nodes: int) -> Tensor:
+def edge_index_from_tours(tours: Tensor, num_nodes: int, drop_padding: bool = True) -> Tensor:
     """Flat route arcs from dense giant tours.
 
     Args:
@@ -181,6 +193,9 @@ def edge_index_from_tours(tours: Tensor, num_nodes: int) -> Tensor:
             trailing and repeated zeros (padding) are allowed.
         num_nodes: nodes per instance ``N`` (node ``b * N + v`` is node ``v`` of
             instance ``b`` in the returned indices).
+
+        drop_padding: drop ``depot -> depot`` arcs. :func:`route_quantities`
+            ignores them anyway, and keeping them avoids a data-dependent shape.
 
     Returns:
         ``[2, E]`` route arcs in route order, for :func:`route_quantities` with
@@ -190,9 +205,11 @@ def edge_index_from_tours(tours: Tensor, num_nodes: int) -> Tensor:
     zero = tours.new_zeros(b, 1)
     closed = torch.cat([zero, tours, zero], dim=1)
     src, dst = closed[:, :-1], closed[:, 1:]
-    keep = ~((src == 0) & (dst == 0))
     offset = (torch.arange(b, device=tours.device) * num_nodes).unsqueeze(1)
-    return torch.stack([(src + offset)[keep], (dst + offset)[keep]])
+    edge_index = torch.stack([(src + offset).reshape(-1), (dst + offset).reshape(-1)])
+    if drop_padding:
+        edge_index = edge_index[:, ~((src == 0) & (dst == 0)).reshape(-1)]
+    return edge_index
 
 
 def edge_index_from_successors(succ: Tensor) -> Tensor:
@@ -216,7 +233,7 @@ def dense_route_quantities(pos: Tensor, tours: Tensor) -> RouteQuantities:
     unique over the batch.
     """
     b, n, _ = pos.shape
-    edge_index = edge_index_from_tours(tours, n)
+    edge_index = edge_index_from_tours(tours, n, drop_padding=False)
     batch = torch.arange(b, device=pos.device).repeat_interleave(n)
     depot_mask = torch.zeros(b, n, dtype=torch.bool, device=pos.device)
     depot_mask[:, 0] = True

@@ -267,3 +267,8 @@ class RoutingData(Data):
         self._require_solution()
         mask = feasible_mask(self, allow_zero_length=allow_zero_length)
         return mask if isinstance(self, Batch) else mask[0]
+
+
+# Cached datasets are loaded with ``torch.load(weights_only=True)`` first; allow our
+# data class there so loading neither warns nor falls back to unpickling everything.
+torch.serialization.add_safe_globals([RoutingData])

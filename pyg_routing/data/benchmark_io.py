@@ -1,0 +1,316 @@
+"""Readers for benchmark files: CVRPLib X (VRPLIB), Solomon and Li & Lim.
+
+Every reader returns a validated :class:`RoutingData` (node 0 = depot) whose
+``pos`` is normalized with ONE scale for both axes,
+``pos = (xy - xy.min(0)) / max(range_x, range_y)``, so the aspect ratio of the
+original coordinates is kept. Time windows and service times are divided by the
+same scale (speed 1: a time unit equals a distance unit). The original
+coordinates, windows and service times are kept as ``raw_*`` (float64) together
+with the benchmark's distance ``rounding``, so :meth:`RoutingData.cost` and
+:meth:`RoutingData.check` report the benchmark's own numbers.
+
+A file that cannot be read raises :class:`InstanceFormatError` naming the file
+and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import vrplib
+
+from pyg_routing.data.routing_data import RoutingData
+from pyg_routing.errors import InstanceFormatError, InvalidInstanceError, InvalidSolutionError
+
+#: Instance file formats this module reads.
+FORMATS = ("vrplib", "solomon", "lilim")
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _lines(path: Path) -> list[str]:
+    """Non-empty stripped lines (handles CRLF, tabs, a missing final newline)."""
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as exc:
+        raise InstanceFormatError(f"{path}: not a text file ({exc.reason})") from None
+    except OSError as exc:
+        raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
+    return [s for line in text.splitlines() if (s := line.strip())]
+
+
+def sniff_format(path: str | os.PathLike) -> str:
+    """``"vrplib"``, ``"solomon"`` or ``"lilim"``, from the file's extension and
+    first lines; :class:`InstanceFormatError` when it is none of them."""
+    path = Path(path)
+    lines = _lines(path)
+    if not lines:
+        raise InstanceFormatError(f"{path}: the file is empty")
+    first = lines[0].split()
+    if path.suffix.lower() == ".vrp" or "_SECTION" in "".join(lines[:30]):
+        return "vrplib"
+    if len(first) == 3 and all(_NUMBER.match(t) for t in first):
+        return "lilim"
+    if any(line.startswith("VEHICLE") for line in lines[1:4]):
+        return "solomon"
+    raise InstanceFormatError(
+        f"{path}: unrecognized instance format (expected a VRPLIB .vrp file, a Solomon "
+        f".txt file with a VEHICLE section, or a Li & Lim .txt file whose first line is "
+        f"'<vehicles> <capacity> <speed>')")
+
+
+def normalize_coords(coords: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(pos, scale)`` with ``pos = (coords - coords.min(0)) / scale`` and ``scale``
+    the larger of the two coordinate ranges (1 when all points coincide)."""
+    lo = coords.min(axis=0)
+    scale = float((coords.max(axis=0) - lo).max())
+    scale = scale if scale > 0 else 1.0
+    return (coords - lo) / scale, scale
+
+
+def _array(value, shape: tuple[int, ...], what: str, path: Path) -> np.ndarray:
+    """``value`` as a float64 array of exactly ``shape``, else InstanceFormatError."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InstanceFormatError(f"{path}: {what} has rows of different lengths or "
+                                  f"non-numeric entries") from None
+    if arr.shape != shape:
+        got = arr.shape[0] if arr.ndim else 0
+        detail = (f"{got} rows, expected {shape[0]}" if arr.ndim and got != shape[0]
+                  else f"shape {arr.shape}, expected {shape}")
+        raise InstanceFormatError(f"{path}: {what} has {detail}")
+    return arr
+
+
+def _build(path: Path, problem: str, coords: np.ndarray, *, rounding: str, name: str,
+           time_window: np.ndarray | None = None, service_time: np.ndarray | None = None,
+           **fields) -> RoutingData:
+    """Normalize and validate; an invalid instance is reported against its file."""
+    pos, scale = normalize_coords(coords)
+    if time_window is not None:
+        fields.update(time_window=time_window / scale, service_time=service_time / scale,
+                      raw_time_window=time_window, raw_service_time=service_time)
+    try:
+        return RoutingData.from_instance(problem, pos, name=name, raw_pos=coords,
+                                         scale=scale, rounding=rounding, **fields)
+    except InvalidInstanceError as exc:
+        raise InstanceFormatError(f"{path}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- instances
+def read_vrplib(path: str | os.PathLike) -> RoutingData:
+    """A CVRP instance in VRPLIB format (CVRPLib X): problem ``cvrp``, ``nint``
+    distances. The depot (``DEPOT_SECTION``) becomes node 0; the other nodes keep
+    their file order."""
+    path = Path(path)
+    try:
+        inst = vrplib.read_instance(path, compute_edge_weights=False)
+    except OSError as exc:
+        raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
+    except Exception as exc:  # vrplib reports format problems with assorted types
+        raise InstanceFormatError(f"{path}: not a valid VRPLIB file ({exc})") from None
+    kind = str(inst.get("type", "CVRP")).upper()
+    if kind != "CVRP":
+        raise InstanceFormatError(f"{path}: TYPE {kind} is not supported (only CVRP)")
+    ewt = str(inst.get("edge_weight_type", "")).upper()
+    if ewt != "EUC_2D":
+        raise InstanceFormatError(f"{path}: EDGE_WEIGHT_TYPE {ewt or '(missing)'} is not "
+                                  f"supported (only EUC_2D)")
+    for key in ("dimension", "capacity", "node_coord", "demand", "depot"):
+        if key not in inst:
+            what = (f"{key.upper()}_SECTION" if key in ("node_coord", "demand", "depot")
+                    else f"the {key.upper()} field")
+            raise InstanceFormatError(f"{path}: missing {what}")
+    n = inst["dimension"]
+    if not isinstance(n, int) or n < 2:
+        raise InstanceFormatError(f"{path}: DIMENSION must be an integer >= 2, got {n!r}")
+    coords = _array(inst["node_coord"], (n, 2), "NODE_COORD_SECTION", path)
+    demand = _array(inst["demand"], (n,), "DEMAND_SECTION", path)
+    depots = np.atleast_1d(np.asarray(inst["depot"]))
+    if depots.size != 1 or not np.issubdtype(depots.dtype, np.integer) \
+            or not 0 <= depots[0] < n:
+        got = (depots + 1).tolist() if np.issubdtype(depots.dtype, np.integer) else "text"
+        raise InstanceFormatError(f"{path}: DEPOT_SECTION must name exactly one depot "
+                                  f"between 1 and {n} (then -1), got {got}")
+    capacity = inst["capacity"]
+    if isinstance(capacity, str):
+        raise InstanceFormatError(f"{path}: CAPACITY is not a number: {capacity!r}")
+    d = int(depots[0])
+    order = np.r_[d, np.delete(np.arange(n), d)]
+    return _build(path, "cvrp", coords[order], demand=demand[order], capacity=capacity,
+                  rounding="nint", name=str(inst.get("name", path.stem)))
+
+
+def read_solomon(path: str | os.PathLike) -> RoutingData:
+    """A Solomon VRPTW instance: problem ``vrptw``, DIMACS distances (truncated to
+    one decimal, as in CVRPLib's best-known values), node 0 = depot."""
+    path = Path(path)
+    lines = _lines(path)
+    try:
+        inst, error = vrplib.read_instance(path, instance_format="solomon",
+                                           compute_edge_weights=False), None
+    except OSError as exc:
+        raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
+    except Exception as exc:  # checked below for a more precise message first
+        inst, error = None, exc
+    rows = [r.split() for r in lines[6:]] if len(lines) > 5 and "CUSTOMER" in lines[4] else []
+    for i, row in enumerate(rows):
+        if len(row) != 7 or not all(t.lstrip("+-").isdigit() for t in row):
+            raise InstanceFormatError(
+                f"{path}: customer row {i} must have 7 integers (CUST NO., XCOORD., YCOORD., "
+                f"DEMAND, READY TIME, DUE DATE, SERVICE TIME), got {' '.join(row)!r}")
+    if error is not None:
+        raise InstanceFormatError(f"{path}: not a valid Solomon file ({error})") from None
+    ids = [r[0] for r in rows]
+    if ids != [str(i) for i in range(len(ids))]:
+        bad = next(i for i, s in enumerate(ids) if s != str(i))
+        raise InstanceFormatError(f"{path}: customer rows must be numbered 0, 1, 2, ... "
+                                  f"(row {bad} is numbered {ids[bad]!r})")
+    n = len(rows)
+    if n < 2:
+        raise InstanceFormatError(f"{path}: needs a depot row and at least one customer")
+    coords = _array(inst["node_coord"], (n, 2), "XCOORD./YCOORD.", path)
+    tw = _array(inst["time_window"], (n, 2), "READY TIME/DUE DATE", path)
+    service = _array(inst["service_time"], (n,), "SERVICE TIME", path)
+    demand = _array(inst["demand"], (n,), "DEMAND", path)
+    return _build(path, "vrptw", coords, demand=demand, capacity=inst["capacity"],
+                  time_window=tw, service_time=service, rounding="trunc1",
+                  name=str(inst.get("name", path.stem)))
+
+
+def read_lilim(path: str | os.PathLike) -> RoutingData:
+    """A Li & Lim PDPTW instance: problem ``pdptw``, exact Euclidean distances.
+
+    The first line is ``<vehicles> <capacity> <speed>``; the speed is ignored (it
+    is 0 in some files; the benchmark's convention is travel time = distance).
+    Then one row per node: ``id x y demand ready due service pickup delivery``.
+    Pickups are the rows with ``delivery > 0``; demands stay signed.
+    """
+    path = Path(path)
+    lines = _lines(path)
+    if not lines:
+        raise InstanceFormatError(f"{path}: the file is empty")
+    header = lines[0].split()
+    if len(header) != 3 or not all(_NUMBER.match(t) for t in header):
+        raise InstanceFormatError(f"{path}: line 1 must be '<vehicles> <capacity> <speed>', "
+                                  f"got {lines[0]!r}")
+    rows = [line.split() for line in lines[1:]]
+    for i, row in enumerate(rows):
+        if len(row) != 9 or not all(_NUMBER.match(t) for t in row):
+            raise InstanceFormatError(
+                f"{path}: node row {i} must have 9 numbers (id x y demand ready due "
+                f"service pickup delivery), got {' '.join(row)!r}")
+    if len(rows) < 3:
+        raise InstanceFormatError(f"{path}: needs a depot row and at least one pickup "
+                                  f"and delivery, got {len(rows)} node rows")
+    data = np.array(rows, dtype=np.float64)
+    n = len(rows)
+    ids = data[:, 0]
+    if not np.array_equal(ids, np.arange(n)):
+        bad = int(np.argmax(ids != np.arange(n)))
+        raise InstanceFormatError(f"{path}: node rows must be numbered 0, 1, 2, ... "
+                                  f"(row {bad} is numbered {ids[bad]:g})")
+    pick_of, deliv_of = data[:, 7].astype(np.int64), data[:, 8].astype(np.int64)
+    if pick_of[0] != 0 or deliv_of[0] != 0:
+        raise InstanceFormatError(f"{path}: the depot (node 0) cannot be in a pickup/"
+                                  f"delivery pair")
+    outside = (pick_of < 0) | (pick_of >= n) | (deliv_of < 0) | (deliv_of >= n)
+    if outside.any():
+        bad = int(np.argmax(outside))
+        raise InstanceFormatError(f"{path}: node {bad} refers to a node outside 0..{n - 1}")
+    pickups = np.nonzero(deliv_of > 0)[0]
+    for p in pickups:
+        d = deliv_of[p]
+        if pick_of[p] != 0 or pick_of[d] != p:
+            raise InstanceFormatError(f"{path}: pickup {p} names delivery {d}, but node {d} "
+                                      f"names pickup {pick_of[d]}")
+    for d in np.nonzero(pick_of > 0)[0]:
+        if deliv_of[pick_of[d]] != d:
+            raise InstanceFormatError(f"{path}: delivery {d} names pickup {pick_of[d]}, "
+                                      f"which names delivery {deliv_of[pick_of[d]]}")
+    return _build(path, "pdptw", data[:, 1:3], demand=data[:, 3], capacity=float(header[1]),
+                  time_window=data[:, 4:6], service_time=data[:, 6],
+                  pickup_delivery_index=np.stack([pickups, deliv_of[pickups]]),
+                  rounding="none", name=path.stem)
+
+
+_READERS = {"vrplib": read_vrplib, "solomon": read_solomon, "lilim": read_lilim}
+
+
+def read_instance_file(path: str | os.PathLike) -> RoutingData:
+    """Read an instance file of any supported format (detected from its content)."""
+    return _READERS[sniff_format(path)](path)
+
+
+# --------------------------------------------------------------------------- solutions
+def read_routes(path: str | os.PathLike) -> list[list[int]]:
+    """Routes (node ids, depot omitted) of a solution file.
+
+    Reads VRPLIB ``.sol`` files (``Route #r: ...`` lines, through
+    ``vrplib.read_solution``) and SINTEF files (a header, ``Solution``, then
+    ``Route k : ...`` lines). Customer ``c`` in the file is node ``c``. Empty
+    routes (unused vehicles) are dropped.
+    """
+    path = Path(path)
+    lines = _lines(path)
+    route_lines = [line for line in lines if line.startswith("Route")]
+    if not route_lines:
+        raise InstanceFormatError(f"{path}: no 'Route ...' lines; not a solution file")
+    sintef = any(line == "Solution" or line.startswith("Instance name") for line in lines)
+    if sintef:
+        routes = []
+        for line in route_lines:
+            head, sep, body = line.partition(":")
+            if not sep or not all(_NUMBER.match(t) and "." not in t for t in body.split()):
+                raise InstanceFormatError(f"{path}: bad route line {line!r} (expected "
+                                          f"'Route k : id id ...')")
+            routes.append([int(t) for t in body.split()])
+    else:
+        try:
+            routes = vrplib.read_solution(path)["routes"]
+        except Exception as exc:  # e.g. int() of a non-numeric id
+            raise InstanceFormatError(f"{path}: not a valid solution file ({exc})") from None
+    return [r for r in routes if r]
+
+
+def attach_solution(instance: RoutingData, path: str | os.PathLike) -> RoutingData:
+    """``RoutingData.from_routes(instance, read_routes(path))``, with any error in
+    the routes reported against the solution file."""
+    routes = read_routes(path)
+    try:
+        return RoutingData.from_routes(instance, routes)
+    except InvalidSolutionError as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+
+
+def read_bks(path: str | os.PathLike) -> dict[str, float]:
+    """Best-known values from a ``bks.csv`` file (or a folder holding one).
+
+    The first column names the instance; the value is the ``bks`` column (CVRPLib
+    X, Solomon) or else the ``distance`` column (Li & Lim).
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "bks.csv"
+    try:
+        with path.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as exc:
+        raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
+    fields = list(rows[0]) if rows else []
+    column = next((c for c in ("bks", "distance", "cost") if c in fields), None)
+    if column is None:
+        raise InstanceFormatError(f"{path}: needs a 'bks' or 'distance' column, "
+                                  f"got columns {fields}")
+    out = {}
+    for i, row in enumerate(rows, start=2):
+        try:
+            out[row[fields[0]].strip()] = float(row[column])
+        except (TypeError, ValueError):
+            raise InstanceFormatError(f"{path}: line {i}: {column} {row[column]!r} is not "
+                                      f"a number") from None
+    return out

@@ -1,0 +1,393 @@
+"""Batched constructive heuristics: starting solutions for improvement methods.
+
+Every heuristic takes a dense :class:`RoutingInstances` (``B`` instances of ``N``
+nodes) and returns *giant tours* ``[B, L]`` (long node ids): ``0`` (the depot)
+separates routes, every tour starts and ends with ``0`` and is padded with
+trailing zeros to the batch's common length ``L``. This is the format of
+:func:`~pyg_routing.data.route_quantities.edge_index_from_tours`.
+
+The heuristics are vectorized over the batch: the only Python loops run over
+construction *steps* (one node, or one pickup-delivery pair, per step), which
+are inherently sequential.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.problems import Problem
+from pyg_routing.data.routing_data import RoutingData
+from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError
+
+
+def _check_problem(name: str, instances: RoutingInstances, allowed: Sequence[Problem]) -> None:
+    if instances.problem not in allowed:
+        raise ValueError(f"{name} does not support problem {instances.problem.value!r}; "
+                         f"supported: {', '.join(p.value for p in allowed)}")
+
+
+def _dist_from(pos: Tensor, cur: Tensor) -> Tensor:
+    """``[B, N]`` distance from node ``cur[b]`` to every node.
+
+    Computed as ``norm(pos[v] - pos[cur])`` in ``pos``'s dtype, exactly like
+    :meth:`RoutingData.check`, so time-window decisions taken here agree with it.
+    """
+    rows = torch.arange(pos.size(0), device=pos.device)
+    return (pos - pos[rows, cur].unsqueeze(1)).norm(dim=-1)
+
+
+def _dist_matrix(pos: Tensor) -> Tensor:
+    """``[B, N, N]`` symmetric Euclidean distances (elementwise, so a batch gives
+    bit-identical values to its instances one by one, unlike ``torch.cdist``)."""
+    x, y = pos[..., 0], pos[..., 1]
+    return torch.hypot(x.unsqueeze(2) - x.unsqueeze(1), y.unsqueeze(2) - y.unsqueeze(1))
+
+
+def _trim(tours: Tensor) -> Tensor:
+    """Drop the all-padding columns: keep one closing ``0`` after the last customer."""
+    cols = torch.arange(tours.size(1), device=tours.device)
+    last = torch.where(tours != 0, cols, torch.zeros_like(cols)).amax(dim=1)
+    length = int(last.max()) + 2 if tours.numel() else 2
+    if length > tours.size(1):
+        tours = torch.cat([tours, tours.new_zeros(tours.size(0), length - tours.size(1))], 1)
+    return tours[:, :length].contiguous()
+
+
+def _pickup_of(instances: RoutingInstances) -> Tensor:
+    """``[N]``: the pickup of each delivery node, -1 elsewhere."""
+    out = torch.full((instances.num_nodes,), -1, dtype=torch.long, device=instances.device)
+    if instances.pickup_delivery_index is not None:
+        pairs = instances.pickup_delivery_index.to(instances.device)
+        out[pairs[1]] = pairs[0]
+    return out
+
+
+NN_PROBLEMS = (Problem.TSP, Problem.CVRP, Problem.VRPTW, Problem.PCVRP, Problem.PDTSP)
+
+
+def nearest_neighbor(instances: RoutingInstances) -> Tensor:
+    """Nearest-neighbour tours: always drive to the nearest *admissible* customer,
+    back to the depot when there is none.
+
+    A customer is admissible when it is unvisited and
+
+    * fits the remaining capacity (CVRP, VRPTW, PCVRP);
+    * VRPTW: service can start before its window closes and the depot can still
+      be reached before it closes afterwards;
+    * PCVRP: its prize exceeds the detour ``c(cur, i) + c(i, 0) - c(cur, 0)``
+      (so PCVRP tours may skip customers, or be empty: ``[0, 0]``);
+    * PDTSP: it is a pickup, or a delivery whose pickup is already visited.
+
+    TSP and PDTSP build one route (there is always an admissible customer).
+
+    Args:
+        instances: ``B`` instances with ``N`` nodes.
+
+    Returns:
+        ``[B, L]`` long giant tours.
+
+    Raises:
+        InfeasibleSolutionError: a customer that no route from the depot can serve
+            (VRPTW with a window that cannot be met).
+    """
+    _check_problem("nearest_neighbor", instances, NN_PROBLEMS)
+    prob = instances.problem
+    pos = instances.pos
+    b, n = pos.shape[:2]
+    device = pos.device
+    rows = torch.arange(b, device=device)
+    f64 = torch.float64
+    visited = torch.zeros(b, n, dtype=torch.bool, device=device)
+    visited[:, 0] = True
+    done = torch.zeros(b, dtype=torch.bool, device=device)
+    cur = torch.zeros(b, dtype=torch.long, device=device)
+    # Returns to the depot arcs are measured as |pos[0] - pos[i]|: the same value.
+    d0 = _dist_from(pos, cur).to(f64)                                        # [B, N]
+    inf = torch.tensor(float("inf"), dtype=pos.dtype, device=device)
+
+    capacitated = prob.has_capacity and instances.demand is not None
+    if capacitated:
+        demand = instances.demand.to(f64)
+        cap = instances.capacity.to(f64).reshape(b, 1)
+        load = torch.zeros(b, dtype=f64, device=device)
+    timed = prob.has_time_windows
+    if timed:
+        tw = instances.time_window.to(f64)
+        st = instances.service_time.to(f64)
+        depot_open, depot_close = tw[:, 0, 0], tw[:, 0, 1:]
+        time = depot_open.clone()                       # service start at `cur`
+    if prob.has_prizes:
+        prize = instances.prize.to(f64)
+    pickup_of = _pickup_of(instances) if prob.has_pairs else None
+
+    steps = [cur]
+    # <= N - 1 visits, <= N - 1 returns and one padding step that ends each row.
+    for _ in range(2 * n + 1):
+        dcur = _dist_from(pos, cur)
+        admissible = ~visited & ~done.unsqueeze(1)
+        if capacitated:
+            admissible &= load.unsqueeze(1) + demand <= cap
+        if timed:
+            depart = time + st[rows, cur]
+            arrival = torch.maximum(tw[..., 0], depart.unsqueeze(1) + dcur.to(f64))
+            admissible &= (arrival <= tw[..., 1]) & (arrival + st + d0 <= depot_close)
+        if prob.has_prizes:
+            detour = dcur.to(f64) + d0 - d0[rows, cur].unsqueeze(1)
+            admissible &= prize > detour
+        if pickup_of is not None:
+            pickup_done = visited[:, pickup_of.clamp(min=0)]                 # [B, N]
+            admissible &= (pickup_of < 0) | pickup_done
+        has = admissible.any(dim=1)
+        nxt = torch.where(admissible, dcur, inf).argmin(dim=1)
+        nxt = torch.where(has, nxt, torch.zeros_like(nxt))                   # else: depot
+        # At the depot with nothing admissible, the row is finished.
+        done = done | (~has & (cur == 0))
+        visited[rows, nxt] = True
+        if capacitated:
+            load = torch.where(has, load + demand[rows, nxt], torch.zeros_like(load))
+        if timed:
+            time = torch.where(has, arrival[rows, nxt], depot_open)
+        cur = nxt
+        steps.append(nxt)
+        if bool(done.all()):
+            break
+
+    if not prob.has_prizes and not bool(visited.all()):
+        bad = torch.nonzero(~visited.all(dim=1)).flatten().tolist()
+        node = int(torch.nonzero(~visited[bad[0]])[0])
+        raise InfeasibleSolutionError(
+            f"instance(s) {bad[:10]}: no route from the depot can serve some customers "
+            f"(first: instance {bad[0]}, node {node})")
+    return _trim(torch.stack(steps, dim=1))
+
+
+def sweep(instances: RoutingInstances) -> Tensor:
+    """Sweep heuristic (CVRP): customers in increasing depot angle
+    ``atan2(y - y0, x - x0)``; a new route starts whenever the next customer
+    would exceed the capacity.
+
+    Returns:
+        ``[B, L]`` long giant tours.
+    """
+    _check_problem("sweep", instances, (Problem.CVRP,))
+    pos = instances.pos
+    b, n = pos.shape[:2]
+    rel = pos[:, 1:] - pos[:, :1]
+    theta = torch.atan2(rel[..., 1], rel[..., 0])                           # [B, n]
+    order = torch.argsort(theta, dim=1, stable=True) + 1                    # customer ids
+    demand = instances.demand.to(torch.float64).gather(1, order)
+    cap = instances.capacity.to(torch.float64).reshape(b)
+    load = torch.zeros(b, dtype=torch.float64, device=pos.device)
+    cuts = []
+    for k in range(n - 1):
+        # Greedy cut with reset: sequential by nature, vectorized over the batch.
+        total = load + demand[:, k]
+        cut = total > cap
+        cuts.append(cut)
+        load = torch.where(cut, demand[:, k], total)
+    cut = torch.stack(cuts, dim=1) if cuts else order.new_zeros(b, 0, dtype=torch.bool)
+    # Slots (separator, customer) per customer; drop unused separators by a stable
+    # sort that moves kept slots to the front.
+    slots = torch.stack([torch.zeros_like(order), order], dim=2).reshape(b, -1)
+    keep = torch.stack([cut, torch.ones_like(cut)], dim=2).reshape(b, -1)
+    idx = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)
+    packed = torch.where(keep.gather(1, idx), slots.gather(1, idx), 0)
+    zero = order.new_zeros(b, 1)
+    return _trim(torch.cat([zero, packed, zero], dim=1))
+
+
+def _insert_after(tour: Tensor, after: Tensor, node: Tensor) -> Tensor:
+    """Insert ``node[b]`` after position ``after[b]`` of ``tour [B, L]`` (the last
+    entry falls off, so ``L`` must exceed the tour's size)."""
+    cols = torch.arange(tour.size(1), device=tour.device).unsqueeze(0)
+    a = after.unsqueeze(1)
+    return torch.where(cols <= a, tour,
+                       torch.where(cols == a + 1, node.unsqueeze(1), tour.roll(1, dims=1)))
+
+
+def cheapest_insertion(instances: RoutingInstances) -> Tensor:
+    """Cheapest insertion (TSP, PDTSP), starting from the depot alone.
+
+    Each step inserts the node (PDTSP: the pickup-delivery pair) whose insertion
+    increases the tour length least, at its best position (PDTSP: pickup before
+    delivery, either adjacent or with the delivery anywhere later in the tour).
+    Per step this costs ``O(B N^2)`` (TSP) or ``O(B N P)`` (PDTSP, ``P`` pairs)
+    tensor work: the best delivery position after each pickup position is a
+    suffix minimum, not a search over all position pairs.
+
+    Returns:
+        ``[B, N + 1]`` long giant tours (one route).
+    """
+    _check_problem("cheapest_insertion", instances, (Problem.TSP, Problem.PDTSP))
+    dist = _dist_matrix(instances.pos)                                      # [B, N, N]
+    if instances.problem is Problem.TSP:
+        tour = _insertion_tsp(dist)
+    else:
+        tour = _insertion_pdtsp(dist, instances.pickup_delivery_index.to(dist.device))
+    return torch.cat([tour, tour.new_zeros(tour.size(0), 1)], dim=1)
+
+
+def _insertion_tsp(dist: Tensor) -> Tensor:
+    """``[B, N]`` cheapest-insertion tour from distances ``[B, N, N]``.
+
+    Keeps ``cost[b, i, v]``, the cost of inserting ``v`` on the arc leaving tour
+    node ``i`` (``inf`` for ``i`` not yet in the tour), so a step only refreshes
+    the two arcs it creates instead of recomputing all of them.
+    """
+    b, n, _ = dist.shape
+    rows = torch.arange(b, device=dist.device)
+    inf = float("inf")
+    succ = torch.zeros(b, n, dtype=torch.long, device=dist.device)
+    cost = torch.full_like(dist, inf)
+    cost[:, 0] = 2 * dist[:, 0]                                             # arc 0 -> 0
+    # Additive column penalty: a broadcast add is much cheaper than masked_fill.
+    taken = torch.zeros(b, n, dtype=dist.dtype, device=dist.device)
+    taken[:, 0] = inf
+
+    def refresh(tail: Tensor) -> None:
+        head = succ[rows, tail]
+        cost[rows, tail] = (dist[rows, tail] + dist[rows, head]
+                            - dist[rows, tail, head].unsqueeze(1))
+
+    for _ in range(n - 1):
+        best = (cost + taken.unsqueeze(1)).reshape(b, -1).argmin(dim=1)
+        after, node = best // n, best % n
+        succ[rows, node] = succ[rows, after]
+        succ[rows, after] = node
+        taken[rows, node] = inf
+        refresh(after)
+        refresh(node)
+    return _walk(succ)
+
+
+def _walk(succ: Tensor) -> Tensor:
+    """``[B, N]`` node order of the single cycle ``succ`` from node 0."""
+    b, n = succ.shape
+    rows = torch.arange(b, device=succ.device)
+    order = torch.zeros(b, n, dtype=torch.long, device=succ.device)
+    for k in range(1, n):
+        order[:, k] = succ[rows, order[:, k - 1]]
+    return order
+
+
+def _insertion_pdtsp(dist: Tensor, pairs: Tensor) -> Tensor:
+    """``[B, N]`` cheapest pair-insertion tour (pickups before their deliveries)."""
+    b, n, _ = dist.shape
+    device = dist.device
+    rows = torch.arange(b, device=device)
+    p = pairs.size(1)
+    if 2 * p != n - 1:
+        raise InvalidInstanceError(f"cheapest_insertion needs every PDTSP customer in a "
+                                   f"pickup-delivery pair ({2 * p} of {n - 1} are)")
+    pick, deli = pairs[0], pairs[1]
+    d_pick, d_deli = dist[:, :, pick], dist[:, :, deli]                     # [B, N, P]
+    d_pd = dist[:, pick, deli].unsqueeze(1)                                 # [B, 1, P]
+    tour = torch.zeros(b, n, dtype=torch.long, device=device)               # by position
+    taken = torch.zeros(b, 1, p, dtype=dist.dtype, device=device)
+    for step in range(p):
+        size = 1 + 2 * step
+        here = tour[:, :size]
+        succ = torch.cat([tour[:, 1:size], tour.new_zeros(b, 1)], dim=1)   # closes at 0
+        base = dist[rows.unsqueeze(1), here, succ].unsqueeze(2)             # [B, S, 1]
+        pick_here = d_pick[rows.unsqueeze(1), here]                         # [B, S, P]
+        deli_succ = d_deli[rows.unsqueeze(1), succ]
+        # Pickup after position q (delivery elsewhere), delivery after position q.
+        c_pick = pick_here + d_pick[rows.unsqueeze(1), succ] - base
+        c_deli = d_deli[rows.unsqueeze(1), here] + deli_succ - base
+        # Adjacent: q -> pickup -> delivery -> succ(q).
+        c_adj = pick_here + d_pd + deli_succ - base
+        # Best delivery position strictly after q: a suffix minimum over positions.
+        rev_val, rev_idx = torch.cummin(c_deli.flip(1), dim=1)
+        later_val = torch.cat([rev_val.flip(1)[:, 1:], torch.full_like(taken, float("inf"))],
+                              dim=1)
+        later_idx = torch.cat([(size - 1 - rev_idx).flip(1)[:, 1:],
+                               rev_idx.new_zeros(b, 1, p)], dim=1)
+        c_apart = c_pick + later_val
+        apart = c_apart < c_adj
+        cost = torch.where(apart, c_apart, c_adj) + taken
+        best = cost.reshape(b, -1).argmin(dim=1)
+        after, r = best // p, best % p
+        deli_after = torch.where(apart.reshape(b, -1)[rows, best],
+                                 later_idx.reshape(b, -1)[rows, best], after)
+        tour = _insert_after(tour, after, pick[r])
+        # Positions after `after` moved one step right; the pickup sits at after + 1.
+        tour = _insert_after(tour, deli_after + 1, deli[r])
+        taken[rows, 0, r] = float("inf")
+    return tour
+
+
+# ---------------------------------------------------------------------- conversions
+def tours_to_routes(tours: Tensor) -> list[list[list[int]]]:
+    """Giant tours ``[B, L]`` to one list of routes (customer ids) per instance."""
+    out: list[list[list[int]]] = []
+    for row in tours.tolist():
+        routes: list[list[int]] = [[]]
+        for v in row:
+            if v == 0:
+                if routes[-1]:
+                    routes.append([])
+            else:
+                routes[-1].append(int(v))
+        out.append([r for r in routes if r])
+    return out
+
+
+def routes_to_tours(routes: Sequence[Sequence[Sequence[int]]], length: int | None = None,
+                    device: torch.device | str | None = None) -> Tensor:
+    """One list of routes per instance to giant tours ``[B, L]``.
+
+    Args:
+        routes: e.g. ``[[[1, 3], [2]], [[2, 1]]]`` (depot omitted).
+        length: pad to this ``L`` (default: the longest tour).
+        device: device of the result.
+
+    Raises:
+        ValueError: ``length`` is shorter than a tour.
+    """
+    rows = []
+    for inst_routes in routes:
+        row = [0]
+        for route in inst_routes:
+            row.extend(int(v) for v in route)
+            row.append(0)
+        rows.append(row if len(row) > 1 else [0, 0])
+    longest = max((len(r) for r in rows), default=2)
+    size = longest if length is None else int(length)
+    if size < longest:
+        raise ValueError(f"length {size} is shorter than the longest tour ({longest})")
+    return torch.tensor([r + [0] * (size - len(r)) for r in rows], dtype=torch.long,
+                        device=device).reshape(len(rows), size)
+
+
+def stack_instances(instances: Sequence[RoutingData]) -> RoutingInstances:
+    """Stack same-problem, same-size :class:`RoutingData` into a dense batch.
+
+    Raises:
+        ValueError: mixed problems, sizes or pickup-delivery pairs.
+    """
+    first = instances[0]
+    prob = Problem.parse(first.problem)
+    n = first.num_nodes
+    for i, d in enumerate(instances):
+        same_pairs = ("pickup_delivery_index" not in first or torch.equal(
+            d.pickup_delivery_index, first.pickup_delivery_index))
+        if Problem.parse(d.problem) is not prob or d.num_nodes != n or not same_pairs:
+            raise ValueError(f"instance {i} differs from instance 0 in problem, size or "
+                             f"pickup-delivery pairs; stack only like instances")
+
+    def stack(key: str) -> Tensor | None:
+        if key not in first:
+            return None
+        return torch.stack([getattr(d, key).reshape(getattr(first, key).shape)
+                            for d in instances])
+
+    cap = stack("capacity")
+    return RoutingInstances(prob, stack("pos"), demand=stack("demand"),
+                            capacity=None if cap is None else cap.reshape(-1),
+                            time_window=stack("time_window"),
+                            service_time=stack("service_time"), prize=stack("prize"),
+                            pickup_delivery_index=getattr(first, "pickup_delivery_index", None))

@@ -1,0 +1,255 @@
+"""Reference solutions with PyVRP (hybrid genetic search, integer data).
+
+PyVRP works on integers, so every instance is first converted by
+:func:`integer_instance`. The conversion is *conservative* for time windows:
+travel and service durations and window openings are rounded up, window
+closings down, so a schedule that PyVRP finds feasible on integers is also
+feasible in the float arithmetic of :meth:`RoutingData.check`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pyg_routing.data.evaluation import ROUND_NINT, ROUND_NONE, ROUND_TRUNC1, arc_lengths
+from pyg_routing.data.problems import Problem
+from pyg_routing.data.routing_data import RoutingData
+from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError
+
+#: Distance scale for float coordinates (``pos`` in the unit square gives
+#: distances of up to ~14 000 units, well inside int64 and precise to 1e-4).
+DEFAULT_SCALE = 10_000.0
+#: Scale of non-integral demands (ceil for demands, floor for the capacity).
+DEMAND_SCALE = 1_000_000.0
+#: Slack (in scaled units) that absorbs float noise before ceil/floor, so an
+#: exact value such as ``12.000000001`` is not rounded up to 13.
+_EPS = 1e-6
+#: Problems :func:`solve_pyvrp` accepts.
+PYVRP_PROBLEMS = (Problem.TSP, Problem.CVRP, Problem.VRPTW, Problem.PCVRP, Problem.PDTSP,
+                  Problem.PDPTW)
+
+
+@dataclass
+class IntegerInstance:
+    """An instance in scaled integer units (``N`` nodes, node 0 the depot).
+
+    Attributes:
+        problem: the routing problem.
+        scale: factor from the instance's distance/time units to integers.
+        distance: ``[N, N]`` int64, nearest-integer distances (the objective).
+        duration: ``[N, N]`` int64, distances rounded *up* (travel times).
+        demand: ``[N]`` int64 or None; capacity: int or None (same scale as demand).
+        time_window: ``[N, 2]`` int64 (opening rounded up, closing down) or None.
+        service_time: ``[N]`` int64, rounded up, or None.
+        prize: ``[N]`` int64 (distance scale, nearest) or None.
+        pairs: ``[2, P]`` pickup/delivery node ids or None.
+        coords: ``[N, 2]`` float64 coordinates (labels only; travel uses the matrices).
+    """
+
+    problem: Problem
+    scale: float
+    distance: np.ndarray
+    duration: np.ndarray
+    demand: np.ndarray | None = None
+    capacity: int | None = None
+    time_window: np.ndarray | None = None
+    service_time: np.ndarray | None = None
+    prize: np.ndarray | None = None
+    pairs: np.ndarray | None = None
+    coords: np.ndarray | None = None
+
+
+def instance_label(instance: RoutingData) -> str:
+    """``"instance 'name'"`` or ``"instance"`` for error messages."""
+    name = getattr(instance, "name", None)
+    return f"instance {name!r}" if name is not None else "instance"
+
+
+def float_distance_matrix(instance: RoutingData) -> tuple[np.ndarray, float]:
+    """``[N, N]`` float64 distances exactly as :meth:`RoutingData.cost` measures
+    them, and the default integer scale for them.
+
+    Benchmark instances (with ``raw_pos``) use original units and the benchmark's
+    rounding: ``nint`` distances are integers (scale 1), ``trunc1`` multiples of
+    0.1 (scale 10), so both convert without any error.
+    """
+    n = instance.num_nodes
+    src = torch.arange(n).repeat_interleave(n)
+    dst = torch.arange(n).repeat(n)
+    if "raw_pos" in instance:
+        code = int(instance.rounding.reshape(-1)[0])
+        rounding = torch.full((n * n,), code, dtype=torch.long)
+        dist = arc_lengths(instance.raw_pos.cpu().to(torch.float64), src, dst, rounding)
+        scale = {ROUND_NINT: 1.0, ROUND_TRUNC1: 10.0, ROUND_NONE: DEFAULT_SCALE}[code]
+    else:
+        # Same float arithmetic as the feasibility checker: norm in pos's dtype.
+        dist = arc_lengths(instance.pos.cpu(), src, dst)
+        scale = DEFAULT_SCALE
+    return dist.to(torch.float64).numpy().reshape(n, n), scale
+
+
+def _ceil(x: np.ndarray) -> np.ndarray:
+    return np.ceil(np.asarray(x, dtype=np.float64) - _EPS).astype(np.int64)
+
+
+def _floor(x: np.ndarray) -> np.ndarray:
+    return np.floor(np.asarray(x, dtype=np.float64) + _EPS).astype(np.int64)
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().to(torch.float64).numpy()
+
+
+def integer_instance(instance: RoutingData, scale: float | None = None) -> IntegerInstance:
+    """Convert ``instance`` to scaled integers (see the module docstring).
+
+    Args:
+        instance: a single instance.
+        scale: distance/time scale; default exact for benchmark rounding,
+            :data:`DEFAULT_SCALE` otherwise.
+    """
+    prob = Problem.parse(instance.problem)
+    dist, auto = float_distance_matrix(instance)
+    s = float(scale) if scale is not None else auto
+    out = IntegerInstance(prob, s, np.rint(dist * s).astype(np.int64), _ceil(dist * s))
+    np.fill_diagonal(out.duration, 0)
+    out.coords = _numpy(instance.raw_pos if "raw_pos" in instance else instance.pos)
+    if "demand" in instance and "capacity" in instance:
+        demand = _numpy(instance.demand)
+        cap = float(instance.capacity.reshape(-1)[0])
+        if np.all(demand == np.rint(demand)) and cap == math.floor(cap):
+            out.demand, out.capacity = np.rint(demand).astype(np.int64), int(cap)
+        else:
+            # Demands up, capacity down: an integer-feasible load is float-feasible.
+            signed = np.sign(demand) * _ceil(np.abs(demand) * DEMAND_SCALE)
+            out.demand = signed.astype(np.int64)
+            out.capacity = int(_floor(np.array(cap * DEMAND_SCALE)))
+    if "time_window" in instance:
+        # Mirror RoutingData.check: raw windows (original units) when present.
+        raw = "raw_time_window" in instance
+        tw = _numpy(instance.raw_time_window if raw else instance.time_window)
+        st = _numpy(instance.raw_service_time if raw else instance.service_time)
+        out.time_window = np.stack([_ceil(tw[:, 0] * s), _floor(tw[:, 1] * s)], axis=1)
+        out.service_time = _ceil(st * s)
+        bad = out.time_window[:, 0] > out.time_window[:, 1]
+        if bad.any():
+            v = int(np.nonzero(bad)[0][0])
+            raise InvalidInstanceError(
+                f"{instance_label(instance)}, node {v}: time window too narrow for integer "
+                f"scale {s:g}; pass a larger `scale`")
+    if "prize" in instance:
+        out.prize = np.rint(_numpy(instance.prize) * s).astype(np.int64)
+    if "pickup_delivery_index" in instance:
+        out.pairs = instance.pickup_delivery_index.detach().cpu().numpy().astype(np.int64)
+    return out
+
+
+def _problem_data(ii: IntegerInstance):
+    """``(pyvrp.ProblemData, activity decoder)`` for an integer instance."""
+    import pyvrp  # lazy: importing pyvrp costs time and workers may not need it
+
+    n = ii.distance.shape[0]
+    prob = ii.problem
+    tw = ii.time_window
+    st = ii.service_time if ii.service_time is not None else np.zeros(n, dtype=np.int64)
+    big = np.iinfo(np.int64).max
+    early = [int(tw[v, 0]) if tw is not None else 0 for v in range(n)]
+    late = [int(tw[v, 1]) if tw is not None else big for v in range(n)]
+    has_load = ii.capacity is not None
+    demand = ii.demand if ii.demand is not None else np.zeros(n, dtype=np.int64)
+
+    paired = np.zeros(n, dtype=bool)
+    shipments = []
+    if ii.pairs is not None:
+        paired[ii.pairs.reshape(-1)] = True
+        for p, d in ii.pairs.T.tolist():
+            shipments.append(pyvrp.Shipment(
+                pickup_location=p, delivery_location=d,
+                pickup_tw_early=early[p], pickup_tw_late=late[p],
+                pickup_service_duration=int(st[p]),
+                delivery_tw_early=early[d], delivery_tw_late=late[d],
+                delivery_service_duration=int(st[d]),
+                amount=[int(abs(demand[p]))] if has_load else []))
+    client_nodes = [v for v in range(1, n) if not paired[v]]
+    optional = prob.has_prizes
+    clients = [pyvrp.Client(
+        location=v, delivery=[int(demand[v])] if has_load else [],
+        service_duration=int(st[v]), tw_early=early[v], tw_late=late[v],
+        prize=int(ii.prize[v]) if optional else 0, required=not optional)
+        for v in client_nodes]
+    num_vehicles = 1 if prob.single_route else max(1, n - 1)
+    vehicle = pyvrp.VehicleType(num_available=num_vehicles,
+                                capacity=[int(ii.capacity)] if has_load else [],
+                                tw_early=early[0], tw_late=late[0])
+    depot = pyvrp.Depot(0, tw_early=early[0], tw_late=late[0], service_duration=int(st[0]))
+    # Coordinates are only labels (plots, neighbourhoods); travel uses the matrices.
+    coords = ii.coords if ii.coords is not None else np.zeros((n, 2))
+    locations = [pyvrp.Location(float(x), float(y)) for x, y in coords.tolist()]
+    # Without windows durations are irrelevant; the distance matrix keeps them 0 on
+    # the diagonal and avoids a second matrix in memory.
+    duration = ii.duration if tw is not None else ii.distance
+    data = pyvrp.ProblemData(locations=locations, clients=clients, depots=[depot],
+                             vehicle_types=[vehicle], distance_matrices=[ii.distance],
+                             duration_matrices=[duration], shipments=shipments)
+
+    pairs = ii.pairs.tolist() if ii.pairs is not None else [[], []]
+
+    def decode(activity) -> int | None:
+        """Our node id of a PyVRP activity (None for depots)."""
+        if activity.is_client():
+            return client_nodes[activity.idx]
+        if activity.is_pickup():
+            return pairs[0][activity.idx]
+        if activity.is_delivery():
+            return pairs[1][activity.idx]
+        return None
+
+    return data, decode
+
+
+def solve_pyvrp(instance: RoutingData, time_limit: float = 1.0, seed: int = 0, *,
+                scale: float | None = None) -> list[list[int]]:
+    """Solve one instance with PyVRP.
+
+    Supports ``tsp``, ``cvrp``, ``vrptw``, ``pcvrp`` and the pickup-and-delivery
+    problems ``pdtsp``/``pdptw`` (as PyVRP shipments).
+
+    Args:
+        instance: a single :class:`RoutingData` (any solution it holds is ignored).
+        time_limit: wall-clock seconds for the search.
+        seed: random seed of the search.
+        scale: integer scale of distances and times (see :func:`integer_instance`).
+
+    Returns:
+        Routes as lists of node ids (depot 0 omitted), e.g. ``[[3, 1], [2]]``.
+
+    Raises:
+        ValueError: unsupported problem.
+        InfeasibleSolutionError: PyVRP's best solution is infeasible (no feasible
+            solution was found within the time limit).
+    """
+    import pyvrp
+
+    prob = Problem.parse(instance.problem)
+    if prob not in PYVRP_PROBLEMS:
+        raise ValueError(f"solve_pyvrp does not support problem {prob.value!r}; supported: "
+                         f"{', '.join(p.value for p in PYVRP_PROBLEMS)}")
+    data, decode = _problem_data(integer_instance(instance, scale))
+    result = pyvrp.solve(data, pyvrp.stop.MaxRuntime(float(time_limit)), seed=int(seed),
+                         collect_stats=False, display=False)
+    best = result.best
+    if not (best.is_feasible() and best.is_complete()):
+        raise InfeasibleSolutionError(
+            f"{instance_label(instance)}: PyVRP found no feasible solution in {time_limit:g} s "
+            f"(time warp {best.time_warp()}, excess load {best.excess_load()}, "
+            f"{best.num_missing_clients()} required client(s) missing)")
+    routes = []
+    for route in best.routes():
+        nodes = [v for v in (decode(a) for a in route) if v is not None]
+        if nodes:
+            routes.append(nodes)
+    return routes
