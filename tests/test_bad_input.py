@@ -99,3 +99,10 @@ def test_errors_leave_the_callers_objects_untouched():
     with pytest.raises(InvalidSolutionError):
         RoutingData.from_routes(cvrp(), routes)
     assert routes == [[1, 2], [3, 2]]
+
+
+def test_raw_coordinates_of_a_time_window_problem_need_raw_times():
+    with pytest.raises(InvalidInstanceError, match="needs `raw_time_window`"):
+        RoutingData.from_instance("vrptw", POS, demand=[0, 1, 1, 1], capacity=5,
+                                  time_window=[[0, 9]] * 4, service_time=[0] * 4,
+                                  raw_pos=[[0, 0], [10, 0], [0, 10], [10, 10]], scale=10)

@@ -95,3 +95,14 @@ def test_zero_length_route_is_reported():
     with pytest.raises(ZeroLengthRouteError, match="route 0, node 1"):
         data.check()
     data.check(allow_zero_length=True)
+
+
+def test_pickup_delivery_capacity_counts_the_running_load():
+    # Two pairs of 3 units, capacity 5: carrying both at once is infeasible, in turn is fine.
+    pos = torch.rand(5, 2, generator=torch.Generator().manual_seed(0))
+    inst = RoutingData.from_instance("pdptw", pos, demand=[0, 3, 3, -3, -3], capacity=5,
+                                     pickup_delivery_index=[[1, 2], [3, 4]],
+                                     time_window=[[0, 99]] * 5, service_time=[0] * 5)
+    RoutingData.from_routes(inst, [[1, 3, 2, 4]]).check()
+    with pytest.raises(InfeasibleSolutionError, match="largest load 6"):
+        RoutingData.from_routes(inst, [[1, 2, 3, 4]]).check()

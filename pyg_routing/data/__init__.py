@@ -1,5 +1,16 @@
 """Routing instances and solutions as PyG data, generators, datasets and solvers."""
 
+from pyg_routing.data.benchmarks import BenchmarkDataset, load_instance, read_bks
+from pyg_routing.data.dataset import RoutingDataset
+from pyg_routing.data.generators import (
+    CVRPGenerator,
+    PCVRPGenerator,
+    PDTSPGenerator,
+    TSPGenerator,
+    VRPTWGenerator,
+    make_generator,
+)
+from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem, capacity_for
 from pyg_routing.data.route_quantities import (
     RouteQuantities,
@@ -11,12 +22,23 @@ from pyg_routing.data.route_quantities import (
 from pyg_routing.data.routing_data import RoutingData
 
 __all__ = [
+    "BenchmarkDataset",
+    "CVRPGenerator",
+    "PCVRPGenerator",
+    "PDTSPGenerator",
     "Problem",
     "RouteQuantities",
     "RoutingData",
+    "RoutingDataset",
+    "RoutingInstances",
+    "TSPGenerator",
+    "VRPTWGenerator",
     "capacity_for",
     "dense_route_quantities",
     "edge_index_from_successors",
     "edge_index_from_tours",
+    "load_instance",
+    "make_generator",
+    "read_bks",
     "route_quantities",
 ]

@@ -37,8 +37,8 @@ from pyg_routing.errors import InstanceFormatError, UnknownInstanceError
 __all__ = ["BUNDLED_DIR", "ENV_VAR", "BenchmarkDataset", "data_roots", "load_instance",
            "read_bks", "read_routes", "resolve_instance", "resolve_solution", "search_dirs"]
 
-#: Instances shipped with the package (see ``instances/SOURCES.md``).
-BUNDLED_DIR = Path(__file__).resolve().with_name("instances")
+#: Instances shipped with the package (see ``bundled/SOURCES.md``).
+BUNDLED_DIR = Path(__file__).resolve().with_name("bundled")
 #: Environment variable naming extra data folders.
 ENV_VAR = "PYG_ROUTING_DATA"
 _SUBDIRS = ("", "cvrplib/X", "cvrplib", "solomon", "lilim")
@@ -113,8 +113,9 @@ def resolve_instance(path_or_name: PathLike, data_dir: PathLike | None = None) -
     p = Path(path_or_name)
     if p.is_file():
         return p
-    if not _is_bare(p):
-        raise UnknownInstanceError(f"instance file {str(p)!r} does not exist")
+    if not _is_bare(p) or p.is_dir():
+        what = "is a folder, not an instance file" if p.is_dir() else "does not exist"
+        raise UnknownInstanceError(f"instance file {str(p)!r} {what}")
     names = ([p.name] if p.suffix.lower() in _INSTANCE_SUFFIXES
              else [p.name + s for s in _INSTANCE_SUFFIXES])
     dirs = search_dirs(data_dir)

@@ -90,9 +90,12 @@ def _describe(data, kind: str, idx: int, graph: int) -> RoutingError:
         first = int(torch.nonzero((rid == idx) & (data.route_pos == 1))[0])
         local = _local_route(data, idx, graph)
         cap = float(data.capacity.reshape(-1)[graph])
-        load = float(data.demand[rid == idx].abs().sum())
+        pairs = "pickup_delivery_index" in data
+        load = float(route_loads(data.demand, rid, data.route_pos, int(data.num_routes.sum()),
+                                 prefix=pairs)[idx])
+        what = "largest load" if pairs else "route demand"
         return InfeasibleSolutionError(
-            f"{label}route {local} exceeds the capacity {cap:g} (route demand {load:g}, "
+            f"{label}route {local} exceeds the capacity {cap:g} ({what} {load:g}, "
             f"first node {first - ptr})")
     node = idx if kind != "precedence" else int(data.pickup_delivery_index[1, idx])
     local_node = node - ptr

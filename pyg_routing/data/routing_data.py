@@ -13,7 +13,7 @@ from pyg_routing.data.evaluation import ROUNDING_CODES, arc_lengths, solution_co
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import depot_angle, route_quantities
 from pyg_routing.data.validation import as_tensor, normalize_routes, validate_instance
-from pyg_routing.errors import NoSolutionError
+from pyg_routing.errors import InvalidInstanceError, NoSolutionError, where
 
 #: Node-level instance fields, copied verbatim into a solution.
 INSTANCE_KEYS = ("pos", "demand", "capacity", "time_window", "service_time", "prize",
@@ -104,6 +104,11 @@ class RoutingData(Data):
             data.name = str(name)
         if raw_pos is not None:
             data.raw_pos = as_tensor(raw_pos, "raw_pos", torch.float64, label)
+            if prob.has_time_windows and (raw_time_window is None or raw_service_time is None):
+                # Feasibility uses raw distances, so times must be in the same raw units.
+                raise InvalidInstanceError(
+                    f"{where(label)}`raw_pos` of a time-window problem needs "
+                    f"`raw_time_window` and `raw_service_time` in the same units")
             if raw_time_window is not None:
                 data.raw_time_window = as_tensor(raw_time_window, "raw_time_window",
                                                  torch.float64, label)

@@ -20,7 +20,6 @@ from torch import Tensor
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError
 
 
@@ -36,8 +35,7 @@ def _dist_from(pos: Tensor, cur: Tensor) -> Tensor:
     Computed as ``norm(pos[v] - pos[cur])`` in ``pos``'s dtype, exactly like
     :meth:`RoutingData.check`, so time-window decisions taken here agree with it.
     """
-    rows = torch.arange(pos.size(0), device=pos.device)
-    return (pos - pos[rows, cur].unsqueeze(1)).norm(dim=-1)
+    return (pos - _take(pos, cur).unsqueeze(1)).norm(dim=-1)
 
 
 def _dist_matrix(pos: Tensor) -> Tensor:
@@ -45,6 +43,16 @@ def _dist_matrix(pos: Tensor) -> Tensor:
     bit-identical values to its instances one by one, unlike ``torch.cdist``)."""
     x, y = pos[..., 0], pos[..., 1]
     return torch.hypot(x.unsqueeze(2) - x.unsqueeze(1), y.unsqueeze(2) - y.unsqueeze(1))
+
+
+def _take(t: Tensor, idx: Tensor) -> Tensor:
+    """``t[b, idx[b, ...]]`` for ``t [B, N, *rest]`` and ``idx [B, *shape]``, giving
+    ``[B, *shape, *rest]``. A flat ``index_select``: on CPU, advanced indexing with a
+    trailing full slice (``t[rows, idx]``) is about 100x slower."""
+    b, n = t.shape[:2]
+    offset = torch.arange(b, device=idx.device).view(b, *([1] * (idx.dim() - 1))) * n
+    flat = t.reshape(b * n, *t.shape[2:]).index_select(0, (idx + offset).reshape(-1))
+    return flat.reshape(*idx.shape, *t.shape[2:])
 
 
 def _trim(tours: Tensor) -> Tensor:
@@ -55,15 +63,6 @@ def _trim(tours: Tensor) -> Tensor:
     if length > tours.size(1):
         tours = torch.cat([tours, tours.new_zeros(tours.size(0), length - tours.size(1))], 1)
     return tours[:, :length].contiguous()
-
-
-def _pickup_of(instances: RoutingInstances) -> Tensor:
-    """``[N]``: the pickup of each delivery node, -1 elsewhere."""
-    out = torch.full((instances.num_nodes,), -1, dtype=torch.long, device=instances.device)
-    if instances.pickup_delivery_index is not None:
-        pairs = instances.pickup_delivery_index.to(instances.device)
-        out[pairs[1]] = pairs[0]
-    return out
 
 
 NN_PROBLEMS = (Problem.TSP, Problem.CVRP, Problem.VRPTW, Problem.PCVRP, Problem.PDTSP)
@@ -122,7 +121,11 @@ def nearest_neighbor(instances: RoutingInstances) -> Tensor:
         time = depot_open.clone()                       # service start at `cur`
     if prob.has_prizes:
         prize = instances.prize.to(f64)
-    pickup_of = _pickup_of(instances) if prob.has_pairs else None
+    pickup_of = None                                   # [N]: pickup of each delivery, or -1
+    if prob.has_pairs:
+        pairs = instances.pickup_delivery_index.to(device)
+        pickup_of = torch.full((n,), -1, dtype=torch.long, device=device)
+        pickup_of[pairs[1]] = pairs[0]
 
     steps = [cur]
     # <= N - 1 visits, <= N - 1 returns and one padding step that ends each row.
@@ -139,7 +142,7 @@ def nearest_neighbor(instances: RoutingInstances) -> Tensor:
             detour = dcur.to(f64) + d0 - d0[rows, cur].unsqueeze(1)
             admissible &= prize > detour
         if pickup_of is not None:
-            pickup_done = visited[:, pickup_of.clamp(min=0)]                 # [B, N]
+            pickup_done = visited.index_select(1, pickup_of.clamp(min=0))      # [B, N]
             admissible &= (pickup_of < 0) | pickup_done
         has = admissible.any(dim=1)
         nxt = torch.where(admissible, dcur, inf).argmin(dim=1)
@@ -165,21 +168,32 @@ def nearest_neighbor(instances: RoutingInstances) -> Tensor:
     return _trim(torch.stack(steps, dim=1))
 
 
-def sweep(instances: RoutingInstances) -> Tensor:
+SWEEP_ORDERS = ("nearest", "angle")
+
+
+def sweep(instances: RoutingInstances, order: str = "nearest") -> Tensor:
     """Sweep heuristic (CVRP): customers in increasing depot angle
-    ``atan2(y - y0, x - x0)``; a new route starts whenever the next customer
-    would exceed the capacity.
+    ``atan2(y - y0, x - x0)`` are cut into routes, a new route starting whenever
+    the next customer would exceed the capacity.
+
+    Args:
+        instances: ``B`` CVRP instances.
+        order: how each route visits its customers: ``"nearest"`` (nearest
+            neighbour from the depot within the route's cluster; much shorter) or
+            ``"angle"`` (the sweep order itself).
 
     Returns:
         ``[B, L]`` long giant tours.
     """
     _check_problem("sweep", instances, (Problem.CVRP,))
+    if order not in SWEEP_ORDERS:
+        raise ValueError(f"unknown sweep order {order!r}; choose from {SWEEP_ORDERS}")
     pos = instances.pos
     b, n = pos.shape[:2]
     rel = pos[:, 1:] - pos[:, :1]
     theta = torch.atan2(rel[..., 1], rel[..., 0])                           # [B, n]
-    order = torch.argsort(theta, dim=1, stable=True) + 1                    # customer ids
-    demand = instances.demand.to(torch.float64).gather(1, order)
+    by_angle = torch.argsort(theta, dim=1, stable=True) + 1                 # customer ids
+    demand = instances.demand.to(torch.float64).gather(1, by_angle)
     cap = instances.capacity.to(torch.float64).reshape(b)
     load = torch.zeros(b, dtype=torch.float64, device=pos.device)
     cuts = []
@@ -189,15 +203,43 @@ def sweep(instances: RoutingInstances) -> Tensor:
         cut = total > cap
         cuts.append(cut)
         load = torch.where(cut, demand[:, k], total)
-    cut = torch.stack(cuts, dim=1) if cuts else order.new_zeros(b, 0, dtype=torch.bool)
-    # Slots (separator, customer) per customer; drop unused separators by a stable
-    # sort that moves kept slots to the front.
-    slots = torch.stack([torch.zeros_like(order), order], dim=2).reshape(b, -1)
-    keep = torch.stack([cut, torch.ones_like(cut)], dim=2).reshape(b, -1)
-    idx = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)
-    packed = torch.where(keep.gather(1, idx), slots.gather(1, idx), 0)
-    zero = order.new_zeros(b, 1)
-    return _trim(torch.cat([zero, packed, zero], dim=1))
+    cut = torch.stack(cuts, dim=1) if cuts else by_angle.new_zeros(b, 0, dtype=torch.bool)
+    cluster = torch.full((b, n), -1, dtype=torch.long, device=pos.device)
+    cluster.scatter_(1, by_angle, torch.cumsum(cut.long(), dim=1))
+    rank = None
+    if order == "angle":
+        rank = torch.zeros(b, n, dtype=pos.dtype, device=pos.device)
+        rank.scatter_(1, by_angle, torch.arange(1, n, dtype=pos.dtype,
+                                                device=pos.device).expand(b, -1))
+    return _route_clusters(pos, cluster, rank)
+
+
+def _route_clusters(pos: Tensor, cluster: Tensor, rank: Tensor | None = None) -> Tensor:
+    """Giant tours serving clusters ``0, 1, ...`` in turn, one route each.
+    ``cluster [B, N]`` (-1 at the depot) must number each instance's non-empty
+    clusters consecutively. A route visits its cluster in increasing ``rank``
+    ``[B, N]`` or, without one, in nearest-neighbour order from the depot."""
+    b, n = cluster.shape
+    rows = torch.arange(b, device=pos.device)
+    num_clusters = cluster.amax(dim=1) + 1
+    visited = cluster < 0
+    current = torch.zeros(b, dtype=torch.long, device=pos.device)
+    cur = torch.zeros(b, dtype=torch.long, device=pos.device)
+    steps = [cur]
+    for _ in range(2 * n):
+        admissible = ~visited & (cluster == current.unsqueeze(1))
+        has = admissible.any(dim=1)
+        key = _dist_from(pos, cur) if rank is None else rank
+        nxt = key.masked_fill(~admissible, float("inf")).argmin(dim=1)
+        nxt = torch.where(has, nxt, torch.zeros_like(nxt))
+        visited[rows, nxt] = True
+        # An exhausted cluster sends the vehicle home; the next route serves the next.
+        current = current + (~has).long()
+        cur = nxt
+        steps.append(nxt)
+        if bool((current >= num_clusters).all()):
+            break
+    return _trim(torch.stack(steps, dim=1))
 
 
 def _insert_after(tour: Tensor, after: Tensor, node: Tensor) -> Tensor:
@@ -250,8 +292,8 @@ def _insertion_tsp(dist: Tensor) -> Tensor:
 
     def refresh(tail: Tensor) -> None:
         head = succ[rows, tail]
-        cost[rows, tail] = (dist[rows, tail] + dist[rows, head]
-                            - dist[rows, tail, head].unsqueeze(1))
+        value = _take(dist, tail) + _take(dist, head) - dist[rows, tail, head].unsqueeze(1)
+        cost.view(b * n, n).index_copy_(0, tail + rows * n, value)         # see _take
 
     for _ in range(n - 1):
         best = (cost + taken.unsqueeze(1)).reshape(b, -1).argmin(dim=1)
@@ -261,14 +303,7 @@ def _insertion_tsp(dist: Tensor) -> Tensor:
         taken[rows, node] = inf
         refresh(after)
         refresh(node)
-    return _walk(succ)
-
-
-def _walk(succ: Tensor) -> Tensor:
-    """``[B, N]`` node order of the single cycle ``succ`` from node 0."""
-    b, n = succ.shape
-    rows = torch.arange(b, device=succ.device)
-    order = torch.zeros(b, n, dtype=torch.long, device=succ.device)
+    order = torch.zeros(b, n, dtype=torch.long, device=dist.device)  # walk the cycle from 0
     for k in range(1, n):
         order[:, k] = succ[rows, order[:, k - 1]]
     return order
@@ -290,29 +325,30 @@ def _insertion_pdtsp(dist: Tensor, pairs: Tensor) -> Tensor:
     taken = torch.zeros(b, 1, p, dtype=dist.dtype, device=device)
     for step in range(p):
         size = 1 + 2 * step
+        # Work in *reversed* position order j = size - 1 - q, so the "best delivery
+        # slot after position q" suffix minimum is a plain cummin (no big flips).
         here = tour[:, :size]
         succ = torch.cat([tour[:, 1:size], tour.new_zeros(b, 1)], dim=1)   # closes at 0
+        here, succ = here.flip(1), succ.flip(1)
         base = dist[rows.unsqueeze(1), here, succ].unsqueeze(2)             # [B, S, 1]
-        pick_here = d_pick[rows.unsqueeze(1), here]                         # [B, S, P]
-        deli_succ = d_deli[rows.unsqueeze(1), succ]
-        # Pickup after position q (delivery elsewhere), delivery after position q.
-        c_pick = pick_here + d_pick[rows.unsqueeze(1), succ] - base
-        c_deli = d_deli[rows.unsqueeze(1), here] + deli_succ - base
-        # Adjacent: q -> pickup -> delivery -> succ(q).
+        pick_here = _take(d_pick, here)                                     # [B, S, P]
+        deli_succ = _take(d_deli, succ)
+        # Pickup after q (delivery later), delivery after q, or both adjacent:
+        # q -> pickup -> delivery -> succ(q).
+        c_pick = pick_here + _take(d_pick, succ) - base
+        c_deli = _take(d_deli, here) + deli_succ - base
         c_adj = pick_here + d_pd + deli_succ - base
-        # Best delivery position strictly after q: a suffix minimum over positions.
-        rev_val, rev_idx = torch.cummin(c_deli.flip(1), dim=1)
-        later_val = torch.cat([rev_val.flip(1)[:, 1:], torch.full_like(taken, float("inf"))],
-                              dim=1)
-        later_idx = torch.cat([(size - 1 - rev_idx).flip(1)[:, 1:],
-                               rev_idx.new_zeros(b, 1, p)], dim=1)
+        run_val, run_idx = torch.cummin(c_deli, dim=1)
+        later_val = torch.cat([torch.full_like(taken, float("inf")), run_val[:, :-1]], dim=1)
+        later_idx = torch.cat([run_idx.new_zeros(b, 1, p), run_idx[:, :-1]], dim=1)
         c_apart = c_pick + later_val
         apart = c_apart < c_adj
         cost = torch.where(apart, c_apart, c_adj) + taken
         best = cost.reshape(b, -1).argmin(dim=1)
-        after, r = best // p, best % p
+        j, r = best // p, best % p
+        after = size - 1 - j
         deli_after = torch.where(apart.reshape(b, -1)[rows, best],
-                                 later_idx.reshape(b, -1)[rows, best], after)
+                                 size - 1 - later_idx.reshape(b, -1)[rows, best], after)
         tour = _insert_after(tour, after, pick[r])
         # Positions after `after` moved one step right; the pickup sits at after + 1.
         tour = _insert_after(tour, deli_after + 1, deli[r])
@@ -325,14 +361,15 @@ def tours_to_routes(tours: Tensor) -> list[list[list[int]]]:
     """Giant tours ``[B, L]`` to one list of routes (customer ids) per instance."""
     out: list[list[list[int]]] = []
     for row in tours.tolist():
-        routes: list[list[int]] = [[]]
-        for v in row:
-            if v == 0:
-                if routes[-1]:
-                    routes.append([])
-            else:
-                routes[-1].append(int(v))
-        out.append([r for r in routes if r])
+        routes: list[list[int]] = []
+        route: list[int] = []
+        for v in [*row, 0]:
+            if v:
+                route.append(v)
+            elif route:
+                routes.append(route)
+                route = []
+        out.append(routes)
     return out
 
 
@@ -361,33 +398,3 @@ def routes_to_tours(routes: Sequence[Sequence[Sequence[int]]], length: int | Non
         raise ValueError(f"length {size} is shorter than the longest tour ({longest})")
     return torch.tensor([r + [0] * (size - len(r)) for r in rows], dtype=torch.long,
                         device=device).reshape(len(rows), size)
-
-
-def stack_instances(instances: Sequence[RoutingData]) -> RoutingInstances:
-    """Stack same-problem, same-size :class:`RoutingData` into a dense batch.
-
-    Raises:
-        ValueError: mixed problems, sizes or pickup-delivery pairs.
-    """
-    first = instances[0]
-    prob = Problem.parse(first.problem)
-    n = first.num_nodes
-    for i, d in enumerate(instances):
-        same_pairs = ("pickup_delivery_index" not in first or torch.equal(
-            d.pickup_delivery_index, first.pickup_delivery_index))
-        if Problem.parse(d.problem) is not prob or d.num_nodes != n or not same_pairs:
-            raise ValueError(f"instance {i} differs from instance 0 in problem, size or "
-                             f"pickup-delivery pairs; stack only like instances")
-
-    def stack(key: str) -> Tensor | None:
-        if key not in first:
-            return None
-        return torch.stack([getattr(d, key).reshape(getattr(first, key).shape)
-                            for d in instances])
-
-    cap = stack("capacity")
-    return RoutingInstances(prob, stack("pos"), demand=stack("demand"),
-                            capacity=None if cap is None else cap.reshape(-1),
-                            time_window=stack("time_window"),
-                            service_time=stack("service_time"), prize=stack("prize"),
-                            pickup_delivery_index=getattr(first, "pickup_delivery_index", None))

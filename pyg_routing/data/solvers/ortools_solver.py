@@ -9,6 +9,7 @@ the two solvers can be compared on the other problems.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def _num_vehicles(ii: IntegerInstance) -> int:
     return max(1, min(n - 1, math.ceil(2 * total / max(ii.capacity, 1)) + 1))
 
 
-def _build(ii: IntegerInstance, num_vehicles: int):
+def _build(ii: IntegerInstance, num_vehicles: int) -> tuple[Any, Any]:
     """``(manager, routing)`` with the objective and every constraint of ``ii``."""
     from ortools.constraint_solver import pywrapcp
 
@@ -129,7 +130,7 @@ def solve_ortools(instance: RoutingData, time_limit: float = 1.0, seed: int = 0,
     solution = routing.SolveWithParameters(params)
     if solution is None:
         raise InfeasibleSolutionError(
-            f"{instance_label(instance)}: OR-Tools found no solution in {time_limit:g} s "
+            f"{instance_label(instance)}OR-Tools found no solution in {time_limit:g} s "
             f"({num_vehicles} vehicle(s))")
 
     routes = []

@@ -10,7 +10,9 @@ feasible in the float arithmetic of :meth:`RoutingData.check`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -18,7 +20,7 @@ import torch
 from pyg_routing.data.evaluation import ROUND_NINT, ROUND_NONE, ROUND_TRUNC1, arc_lengths
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
-from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError
+from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError, where
 
 #: Distance scale for float coordinates (``pos`` in the unit square gives
 #: distances of up to ~14 000 units, well inside int64 and precise to 1e-4).
@@ -63,10 +65,10 @@ class IntegerInstance:
     coords: np.ndarray | None = None
 
 
-def instance_label(instance: RoutingData) -> str:
-    """``"instance 'name'"`` or ``"instance"`` for error messages."""
-    name = getattr(instance, "name", None)
-    return f"instance {name!r}" if name is not None else "instance"
+def instance_label(instance: RoutingData, node: int | None = None) -> str:
+    """Error-message prefix such as ``"instance 'X-n101', node 3: "`` (empty for an
+    unnamed instance without node; :func:`solve_instances` adds its list index)."""
+    return where(getattr(instance, "name", None), node=node)
 
 
 def float_distance_matrix(instance: RoutingData) -> tuple[np.ndarray, float]:
@@ -139,7 +141,7 @@ def integer_instance(instance: RoutingData, scale: float | None = None) -> Integ
         if bad.any():
             v = int(np.nonzero(bad)[0][0])
             raise InvalidInstanceError(
-                f"{instance_label(instance)}, node {v}: time window too narrow for integer "
+                f"{instance_label(instance, v)}time window too narrow for integer "
                 f"scale {s:g}; pass a larger `scale`")
     if "prize" in instance:
         out.prize = np.rint(_numpy(instance.prize) * s).astype(np.int64)
@@ -148,7 +150,7 @@ def integer_instance(instance: RoutingData, scale: float | None = None) -> Integ
     return out
 
 
-def _problem_data(ii: IntegerInstance):
+def _problem_data(ii: IntegerInstance) -> tuple[Any, Callable[[Any], int | None]]:
     """``(pyvrp.ProblemData, activity decoder)`` for an integer instance."""
     import pyvrp  # lazy: importing pyvrp costs time and workers may not need it
 
@@ -244,7 +246,7 @@ def solve_pyvrp(instance: RoutingData, time_limit: float = 1.0, seed: int = 0, *
     best = result.best
     if not (best.is_feasible() and best.is_complete()):
         raise InfeasibleSolutionError(
-            f"{instance_label(instance)}: PyVRP found no feasible solution in {time_limit:g} s "
+            f"{instance_label(instance)}PyVRP found no feasible solution in {time_limit:g} s "
             f"(time warp {best.time_warp()}, excess load {best.excess_load()}, "
             f"{best.num_missing_clients()} required client(s) missing)")
     routes = []

@@ -1,0 +1,48 @@
+import json
+
+import pytest
+
+from pyg_routing.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("command", ["generate", "solve", "info"])
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    assert "--json" in capsys.readouterr().out
+
+
+def test_generate_solve_info_round_trip(tmp_path, capsys):
+    root = str(tmp_path)
+    code, out, _ = run(capsys, "generate", "--problem", "vrptw", "--num-customers", "8",
+                       "--num-instances", "3", "--root", root, "--json")
+    assert code == 0
+    gen = json.loads(out)
+    assert gen["params"]["problem"] == "vrptw" and gen["summary"]["num_instances"] == 3
+    code, out, _ = run(capsys, "solve", "--problem", "vrptw", "--num-customers", "8",
+                       "--num-instances", "3", "--root", root, "--solver", "pyvrp",
+                       "--time-limit", "0.1", "--workers", "1", "--no-progress", "--json")
+    assert code == 0
+    solved = json.loads(out)
+    assert solved["summary"]["feasible_fraction"] == 1.0
+    assert solved["summary"]["mean_cost"] > 0
+    code, out, _ = run(capsys, "info", root, "--json")
+    info = json.loads(out)
+    assert {d["params"]["solver"] for d in info["datasets"]} == {None, "pyvrp"}
+    code, out, _ = run(capsys, "info", root)
+    assert "mean_cost" in out
+
+
+def test_errors_are_reported_not_raised(tmp_path, capsys):
+    code, _, err = run(capsys, "info", str(tmp_path))
+    assert code == 2 and "holds no dataset" in err
+    code, _, err = run(capsys, "solve", "--num-customers", "5", "--num-instances", "1",
+                       "--root", str(tmp_path), "--solver", "magic")
+    assert code == 2 and "magic" in err
