@@ -60,11 +60,19 @@ class _Generator:
             customers = self._clustered(batch_size, n)
         return torch.cat([depot, customers], dim=1)
 
-    def _clustered(self, batch_size: int, n: int, max_seeds: int = 8) -> Tensor:
+    def _clustered(self, batch_size: int, n: int, max_seeds: int = 8,
+                   scale: float = 0.04) -> Tensor:
         """Clustered customers as in Uchoa et al. (2017) / Queiroga et al. (2022):
-        ``S ~ U{3..8}`` uniform seeds; every other customer is accepted with
-        probability ``min(1, sum_s exp(-d(x, s) / 0.04))`` (their ``exp(-d/40)`` on a
-        1000-wide grid, rescaled to the unit square)."""
+        ``S ~ U{3..8}`` uniform seeds; every other customer is drawn from the density
+        ``f(x) ∝ min(1, sum_s exp(-d(x, s) / 0.04))`` on the unit square (their
+        ``exp(-d/40)`` on a 1000-wide grid, rescaled).
+
+        Sampled exactly by rejection from the seed mixture ``g(x) ∝ sum_s
+        exp(-d(x, s) / 0.04)`` (pick a seed, then a radius ~ Gamma(2, 0.04) in a
+        uniform direction), accepting with probability ``min(1, 1 / sum_s ...)``
+        and rejecting points outside the square: since ``f / g ∝ min(1, 1/Σ)``,
+        accepted points follow ``f`` exactly, and most proposals are accepted.
+        """
         b = batch_size
         num_seeds = torch.randint(3, max_seeds + 1, (b,), generator=self.rng,
                                   device=self.device).clamp(max=n)
@@ -75,13 +83,18 @@ class _Generator:
         out[:, :k] = seeds[:, :k]
         filled = num_seeds.clone()
         rows = torch.arange(b, device=self.device)[:, None]
+        m = 2 * n                                            # proposals per round
         for _ in range(1000):
             if bool((filled >= n).all()):
                 return out
-            cand = self._rand(b, 8 * n, 2)
-            dist = (cand[:, :, None] - seeds[:, None]).norm(dim=-1)        # [B, K, S]
-            attract = (torch.exp(-dist / 0.04) * seed_valid[:, None]).sum(-1)
-            accept = self._rand(b, 8 * n) < attract.clamp(max=1.0)
+            pick = (self._rand(b, m) * num_seeds[:, None]).long()
+            centre = torch.gather(seeds, 1, pick[..., None].expand(b, m, 2))
+            radius = -scale * torch.log(self._rand(b, m) * self._rand(b, m))   # Gamma(2)
+            angle = 2 * torch.pi * self._rand(b, m)
+            cand = centre + radius[..., None] * torch.stack([angle.cos(), angle.sin()], -1)
+            inside = ((cand >= 0) & (cand <= 1)).all(-1)
+            mass = (torch.exp(-torch.cdist(cand, seeds) / scale) * seed_valid[:, None]).sum(-1)
+            accept = inside & (self._rand(b, m) * mass < 1.0)          # u < min(1, 1/mass)
             slot = filled[:, None] + torch.cumsum(accept.long(), 1) - 1
             ok = accept & (slot < n)
             out[rows.expand_as(ok)[ok], slot[ok]] = cand[ok]

@@ -63,7 +63,7 @@ def first_node_of_graph(batch: Tensor | None, num_nodes: int,
 def depot_angle(pos: Tensor, depot_index: Tensor, depot_mask: Tensor) -> Tensor:
     """θ_v = atan2(y_v - y_0, x_v - x_0); ``0`` for depots and for customers that
     sit exactly on their depot (atan2(0, 0) is defined as 0). Shape ``[N]``."""
-    rel = pos - pos[depot_index]
+    rel = pos - torch.index_select(pos, 0, depot_index)
     theta = torch.atan2(rel[:, 1], rel[:, 0])
     return torch.where(depot_mask, torch.zeros_like(theta), theta)
 
@@ -102,87 +102,133 @@ def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
     Args:
         pos: ``[N, 2]`` coordinates.
         edge_index: ``[2, E]`` route arcs, every route as ``depot -> v_1 -> ... ->
-            v_L -> depot`` and routes listed in order (their ids follow the order
-            of their ``depot -> v_1`` arcs; the arcs may otherwise come in any
-            order). ``depot -> depot`` arcs (empty routes, padding, unused dummy
-            depots) are ignored.
+            v_L -> depot``. Route ids follow the order of the ``depot -> v_1``
+            arcs; the arcs may otherwise come in any order (e.g. sorted by source,
+            as from successor arrays). ``depot -> depot`` arcs (empty routes,
+            padding, unused dummy depots) are ignored.
         depot_mask: ``[N]`` bool, True for depot nodes (dummy depot copies too).
         batch: ``[N]`` graph index of each node; the first node of each graph is
             the depot its angles are measured from.
         num_graphs: number of graphs (inferred from ``batch`` when omitted).
 
-    Masked writes go to a trash slot ``N`` instead of through boolean indexing, so
-    no step needs ``nonzero`` (a host sync on GPUs); the only syncs are the
-    pointer-jumping convergence test and the route count.
+    When the arcs already come route by route (tours, ``RoutingData``), distances
+    are segment cumsums over the arcs. Otherwise the visit order is recovered
+    first by pointer jumping (Wyllie's list ranking, ``O(log L)`` rounds) and the
+    arcs are sorted into it.
     """
     n = pos.size(0)
-    device = pos.device
     if batch is not None and num_graphs is None:
         num_graphs = int(batch.max()) + 1 if n else 0
     src, dst = edge_index[0], edge_index[1]
-    from_depot, to_depot = depot_mask[src], depot_mask[dst]
-    arc_len = (pos[dst] - pos[src]).norm(dim=-1)
+    from_depot, to_depot = _take(depot_mask, src), _take(depot_mask, dst)
+    if not _in_route_order(src, dst, to_depot):
+        order = _route_order(src, dst, from_depot, to_depot, n)
+        src, dst, from_depot, to_depot = src[order], dst[order], from_depot[order], \
+            to_depot[order]
+    route_id, route_pos, cum_dist, route_length, opening = _ordered_quantities(
+        pos, src, dst, from_depot, to_depot, depot_mask)
+
+    if batch is None:
+        num_routes = opening.sum().reshape(1)
+        depot_index = torch.zeros(n, dtype=torch.long, device=pos.device)
+    else:
+        num_routes = scatter(opening.long(), _take(batch, src), 0, dim_size=num_graphs,
+                             reduce="sum")
+        depot_index = first_node_of_graph(batch, n, num_graphs)
+    theta = depot_angle(pos, depot_index, depot_mask)
+    return RouteQuantities(route_id, route_pos, cum_dist, route_length, theta, num_routes)
+
+
+def _take(t: Tensor, index: Tensor) -> Tensor:
+    # index_select is 4-5x faster than advanced indexing on CPU, and this runs
+    # every search step.
+    return torch.index_select(t, 0, index)
+
+
+def _in_route_order(src: Tensor, dst: Tensor, to_depot: Tensor) -> bool:
+    """Whether every arc into a customer is directly followed by the arc out of it."""
+    if src.numel() == 0:
+        return True
+    chained = (dst[:-1] == src[1:]) | to_depot[:-1]
+    return bool(chained.all() & to_depot[-1])
+
+
+def _ordered_quantities(pos: Tensor, src: Tensor, dst: Tensor, from_depot: Tensor,
+                        to_depot: Tensor, depot_mask: Tensor
+                        ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Quantities from arcs listed route by route: segment cumsums, no gathers
+    along chains. Accumulates in float64 so long batches keep float32 accuracy."""
+    n, device = pos.size(0), pos.device
+    arc_len = (_take(pos, dst) - _take(pos, src)).norm(dim=-1)
+    opening = from_depot & ~to_depot
+    closing = ~from_depot & to_depot
+    arange = torch.arange(src.numel(), device=device)
+    route_start = torch.cummax(torch.where(opening, arange, 0), 0).values
+    running = torch.cumsum(arc_len.double(), 0)
+    base = _take(running, route_start) - _take(arc_len.double(), route_start)
+    along = (running - base).to(pos.dtype)       # depot -> dst[e] along the route
+    route_no = torch.cumsum(opening.long(), 0) - 1
+    num_total_routes = int(route_no[-1]) + 1 if route_no.numel() else 0
+
+    # Scatter per-arc values to their destination customers; depot-bound arcs
+    # write to the trash slot n, which is dropped.
+    slot = torch.where(to_depot, n, dst)
+    cum_dist = pos.new_zeros(n + 1).index_copy_(0, slot, along)[:n]
+    route_id = torch.full((n + 1,), -1, dtype=torch.long, device=device)
+    route_id = route_id.index_copy_(0, slot, route_no)[:n]
+    hops = torch.zeros(n + 1, dtype=torch.long, device=device)
+    hops = hops.index_copy_(0, slot, arange - route_start + 1)[:n]
+    visited = route_id >= 0
+    route_pos = torch.where(visited, hops, torch.where(depot_mask, 0, -1))
+    lengths = pos.new_zeros(num_total_routes + 1).index_copy_(
+        0, torch.where(closing, route_no, num_total_routes), along)
+    route_length = torch.where(visited, _take(lengths, route_id.clamp(min=0)),
+                               pos.new_zeros(n))
+    return route_id, route_pos, cum_dist, route_length, opening
+
+
+def _route_order(src: Tensor, dst: Tensor, from_depot: Tensor, to_depot: Tensor,
+                 n: int) -> Tensor:
+    """Permutation that lists arcs route by route, found by pointer jumping.
+
+    Raises :class:`InvalidSolutionError` when customers form a cycle that never
+    reaches a depot.
+    """
+    device = src.device
     trash = torch.full_like(dst, n)
-
-    # Predecessor pointers; route starts point to themselves.
+    # Predecessor pointers; route starts point to themselves. Masked writes go to
+    # the trash slot n (duplicates there are harmless: it is reset).
     parent = torch.arange(n + 1, device=device)
-    parent[torch.where(from_depot | to_depot, trash, dst)] = src
+    parent.index_copy_(0, torch.where(from_depot | to_depot, trash, dst), src)
     parent[n] = n
-    into = torch.where(to_depot, trash, dst)
-    incoming = pos.new_zeros(n + 1)
-    incoming[into] = arc_len
-    visited = torch.zeros(n + 1, dtype=torch.bool, device=device)
-    visited[into] = True
-    visited = visited[:n]
-
-    # Wyllie list ranking: after the loop parent[v] is v's route start (its root),
-    # acc[v] the distance from the root to v, rank[v] the hops from the root.
     is_root = parent == torch.arange(n + 1, device=device)
-    acc = torch.where(is_root, torch.zeros_like(incoming), incoming)
-    rank = (~is_root).to(torch.long)
+    rank = (~is_root).long()
     for _ in range(math.ceil(math.log2(n + 1)) + 2):
-        grand = parent[parent]
+        grand = _take(parent, parent)
         if torch.equal(grand, parent):
             break
-        acc = acc + acc[parent]
-        rank = rank + rank[parent]
+        rank = rank + _take(rank, parent)
         parent = grand
+    into = ~to_depot
+    visited = torch.zeros(n + 1, dtype=torch.bool, device=device)
+    visited = visited.index_fill_(0, torch.where(into, dst, trash), True)[:n]
     root = parent[:n]
-    # A cycle of customers that never reaches a depot collapses onto a node that
-    # was not a route start (or never converges): report it instead of inventing ids.
-    reached = is_root[root] & torch.equal(parent[parent], parent)
+    reached = _take(is_root, root) & torch.equal(_take(parent, parent), parent)
     if not bool((reached | ~visited).all()):
         stuck = torch.nonzero(visited & ~reached).flatten()[:5].tolist()
         raise InvalidSolutionError(
             f"the route arcs contain a cycle that never reaches a depot (nodes {stuck} ...)")
-    cum_dist = torch.where(visited, acc[:n] + incoming[root], pos.new_zeros(n))
-
-    # Route ids follow the order of the route-opening arcs.
-    opening = from_depot & ~to_depot
-    route_no = torch.cumsum(opening.long(), 0) - 1
-    num_total_routes = int(route_no[-1]) + 1 if route_no.numel() else 0
-    start_route = torch.full((n + 1,), -1, dtype=torch.long, device=device)
-    start_route[torch.where(opening, dst, trash)] = route_no
-    route_id = torch.where(visited, start_route[root], -1)
-    route_pos = torch.where(visited, rank[:n] + 1,
-                            torch.where(depot_mask, 0, -1))
-
-    # d_L = d_last + |last -> depot|, broadcast back to the route's nodes.
-    closing = ~from_depot & to_depot
-    length_of_route = pos.new_zeros(num_total_routes + 1)
-    slot = torch.where(closing, route_id[src], num_total_routes)
-    length_of_route[slot] = cum_dist[src] + arc_len
-    route_length = torch.where(visited, length_of_route[route_id.clamp(min=0)],
-                               pos.new_zeros(n))
-
-    if batch is None:
-        num_routes = opening.sum().reshape(1)
-        depot_index = torch.zeros(n, dtype=torch.long, device=device)
-    else:
-        num_routes = scatter(opening.long(), batch[src], 0, dim_size=num_graphs, reduce="sum")
-        depot_index = first_node_of_graph(batch, n, num_graphs)
-    theta = depot_angle(pos, depot_index, depot_mask)
-    return RouteQuantities(route_id, route_pos, cum_dist, route_length, theta, num_routes)
+    # Sort key: (opening-arc index of the route, hop of the arc within the route).
+    opening = from_depot & into
+    arange = torch.arange(src.numel(), device=device)
+    route_of_start = torch.zeros(n + 1, dtype=torch.long, device=device)
+    route_of_start.index_copy_(0, torch.where(opening, dst, trash), arange)
+    node = torch.where(into, dst, src)              # the customer an arc belongs to
+    hop = _take(rank, node) + (~into).long()        # closing arcs come last
+    key = _take(route_of_start, _take(root, node)) * (n + 2) + hop
+    padding = from_depot & to_depot
+    key = torch.where(padding, torch.iinfo(torch.long).max, key)
+    return torch.argsort(key, stable=True)
 
 
 def edge_index_from_tours(tours: Tensor, num_nodes: int, drop_padding: bool = True) -> Tensor:
@@ -226,16 +272,60 @@ def edge_index_from_successors(succ: Tensor) -> Tensor:
     return torch.stack([src.reshape(-1), (succ + offset).reshape(-1)])
 
 
-def dense_route_quantities(pos: Tensor, tours: Tensor) -> RouteQuantities:
-    """Route quantities for a dense batch: ``pos [B, N, 2]`` and giant ``tours [B, L]``.
+def dense_route_quantities(pos: Tensor, tours: Tensor,
+                           depot_angle: Tensor | None = None) -> RouteQuantities:
+    """Route quantities for a dense batch: ``pos [B, N, 2]`` and giant ``tours [B, L]``
+    (``0`` separates routes; leading, trailing and repeated zeros are padding).
+
+    Works on the ``[B, L]`` tour layout directly: per-row cumsums (float32 is exact
+    enough within one instance) and one scatter back to node order, with no edge
+    list and no sort. Pass the instances' ``depot_angle [B, N]`` (it never changes
+    during a search) to skip recomputing it.
 
     Returns flat ``[B * N]`` tensors (reshape with ``.view(B, N)``); route ids are
-    unique over the batch.
+    unique over the batch, numbered instance by instance in tour order.
     """
     b, n, _ = pos.shape
-    edge_index = edge_index_from_tours(tours, n, drop_padding=False)
-    batch = torch.arange(b, device=pos.device).repeat_interleave(n)
-    depot_mask = torch.zeros(b, n, dtype=torch.bool, device=pos.device)
-    depot_mask[:, 0] = True
-    return route_quantities(pos.reshape(b * n, 2), edge_index, depot_mask.view(-1),
-                            batch, b)
+    device = pos.device
+    closed = torch.nn.functional.pad(tours, (1, 1))                     # [B, T], 0-framed
+    t = closed.size(1)
+    offset = torch.arange(b, device=device).unsqueeze(1) * n
+    flat = closed + offset
+    xy = _take(pos.reshape(b * n, 2), flat.reshape(-1)).view(b, t, 2)
+    step = xy - xy.roll(1, dims=1)
+    seg = torch.hypot(step[..., 0], step[..., 1])                       # arc into slot j
+    seg[:, 0] = 0
+    at = torch.cumsum(seg, 1)                                           # [B, T] dist at slot
+    dep = closed == 0
+    cols = torch.arange(t, device=device).expand(b, t)
+    start = torch.cummax(torch.where(dep, cols, 0), 1).values          # opening depot slot
+    cum = at - torch.gather(at, 1, start)
+    opening = dep & ~dep.roll(-1, dims=1)                               # last column: False
+    per_row = opening.sum(1)
+    first_id = torch.cumsum(per_row, 0) - per_row
+    rid = torch.cumsum(opening.long(), 1) + (first_id - 1).unsqueeze(1)
+
+    # Scatter customer slots to node order; depot slots write to a trash slot.
+    total = b * n
+    slot = torch.where(dep, total, flat).reshape(-1)
+    cum_dist = pos.new_zeros(total + 1).index_copy_(0, slot, cum.reshape(-1))[:total]
+    route_id = torch.full((total + 1,), -1, dtype=torch.long, device=device)
+    route_id = route_id.index_copy_(0, slot, rid.reshape(-1))[:total]
+    route_pos = torch.full((total + 1,), -1, dtype=torch.long, device=device)
+    route_pos = route_pos.index_copy_(0, slot, (cols - start).reshape(-1))[:total]
+    route_pos.view(b, n)[:, 0] = 0
+    # d_L: the distance at each closing depot, gathered back through the route id.
+    closing = dep & ~dep.roll(1, dims=1)                                # first column: False
+    num_total = int(per_row.sum())
+    # A depot slot that closes one route may open the next: use the previous slot's id.
+    closing_rid = torch.where(closing, rid.roll(1, dims=1), num_total).reshape(-1)
+    lengths = pos.new_zeros(num_total + 1).index_copy_(
+        0, closing_rid, (cum.roll(1, dims=1) + seg).reshape(-1))
+    lengths[num_total] = 0                                              # trash slot
+    route_length = _take(lengths, torch.where(route_id >= 0, route_id, num_total))
+    if depot_angle is None:
+        rel = pos - pos[:, :1]
+        depot_angle = torch.atan2(rel[..., 1], rel[..., 0])
+        depot_angle[:, 0] = 0
+    return RouteQuantities(route_id, route_pos, cum_dist, route_length,
+                           depot_angle.reshape(-1), per_row)
