@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 
 import torch
@@ -148,6 +149,13 @@ def solve_instances(instances: Sequence[RoutingData], solver: str = "auto",
                         i, routes = future.result()
                         results[i] = _verified(instances[i], routes, names[i], i)
                         bar.update()
+                except BrokenProcessPool as exc:
+                    raise RuntimeError(
+                        "a solver worker process died. With the 'spawn' start method the "
+                        "workers re-import your main module: run from a script file whose "
+                        "entry point is guarded by `if __name__ == '__main__':` (code piped "
+                        "through stdin cannot be re-imported), or pass num_workers=1"
+                    ) from exc
                 except BaseException:
                     for f in futures:
                         f.cancel()
