@@ -101,6 +101,7 @@ def test_benchmark_coordinates_are_exact() -> None:
     assert float(sol.cost()) == int_cost
 
 
+@pytest.mark.filterwarnings("ignore::pyvrp.exceptions.PenaltyBoundWarning")
 def test_pyvrp_infeasible_raises_with_name() -> None:
     inst = RoutingData.from_instance(
         "vrptw", [[0.0, 0.0], [1.0, 0.0], [0.0, 0.5]], demand=[0, 1, 1], capacity=10,
