@@ -1,7 +1,12 @@
-"""Node positional encodings as PyG ``BaseTransform``s (IPE, XPE, ...).
+"""Node positional encodings as PyG ``BaseTransform``s.
 
-Filled in by the encodings work; the route quantities they consume live in
-:mod:`pyg_routing.data.route_quantities`.
+Each reads the route quantities of a :class:`~pyg_routing.data.RoutingData` (or a
+``Batch``) and stores ``[num_nodes, dim]`` under ``attr_name`` (``None``
+concatenates onto ``data.x``).
 """
 
-__all__: list[str] = []
+from pyg_routing.transforms.ipe import IPE
+from pyg_routing.transforms.ipexpe import IPEXPE
+from pyg_routing.transforms.xpe import XPE
+
+__all__ = ["IPE", "IPEXPE", "XPE"]

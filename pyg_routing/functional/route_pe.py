@@ -1,0 +1,125 @@
+r"""IPE and XPE (paper Sec. 3, App. E) as batched, elementwise tensor functions.
+
+They take the per-node route quantities of :mod:`pyg_routing.data.route_quantities`
+in any shape (``[N]`` flat, ``[B, N]`` dense, ...) and return ``[..., dim]``, so a
+search loop can recompute them every step on CPU or CUDA.
+
+**Frequencies.** The paper prints geometric frequencies ``ω_k = λ^(-2k/D)``. With
+those, IPE is *not* circular (``cos(2π ω) ≠ 1`` for non-integer ``ω``, so the depot
+at the end of a route gets another code than at its start) and the cosine-only
+variant is *not* reversal-invariant (``cos(ω (2π - x)) ≠ cos(ω x)``). Our default,
+``frequencies="harmonic"``, uses ``ω_k = k + 1``: integer frequencies make both
+properties the paper states hold exactly. ``frequencies="geometric"`` gives the
+literal formula as printed, for reproduction.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+DIRECTIONS = ("aware", "invariant")
+FREQUENCIES = ("harmonic", "geometric")
+
+
+def ipe_frequencies(num: int, dim: int, frequencies: str = "harmonic", base: float = 1e4,
+                    device: torch.device | None = None,
+                    dtype: torch.dtype = torch.float32) -> Tensor:
+    """``[num]`` IPE frequencies: ``k + 1`` (harmonic) or ``base^(-2k/dim)`` (geometric)."""
+    k = torch.arange(num, device=device, dtype=dtype)
+    if frequencies == "harmonic":
+        return k + 1
+    if frequencies == "geometric":
+        return torch.pow(torch.tensor(base, dtype=dtype, device=device), -2 * k / dim)
+    raise ValueError(f"unknown frequencies {frequencies!r}; choose from {FREQUENCIES}")
+
+
+def check_ipe_dim(dim: int, direction: str) -> None:
+    if direction not in DIRECTIONS:
+        raise ValueError(f"unknown direction {direction!r}; choose from {DIRECTIONS} "
+                         f"(or 'auto' in the transforms)")
+    if direction == "aware" and (dim < 2 or dim % 2):
+        raise ValueError(f"direction-aware IPE needs an even dim >= 2 (sin/cos pairs), "
+                         f"got dim={dim}")
+    if dim < 1:
+        raise ValueError(f"IPE needs dim >= 1, got dim={dim}")
+
+
+def ipe_phase(cum_dist: Tensor, route_length: Tensor) -> Tensor:
+    """``d̂ = 2π d_i / d_L``; 0 where ``d_L = 0`` (depot, unvisited, zero-length route)."""
+    safe = torch.where(route_length > 0, route_length, torch.ones_like(route_length))
+    return torch.where(route_length > 0, 2 * math.pi * cum_dist / safe,
+                       torch.zeros_like(cum_dist))
+
+
+def ipe(cum_dist: Tensor, route_length: Tensor, dim: int = 64, direction: str = "invariant",
+        frequencies: str = "harmonic", base: float = 1e4,
+        route_pos: Tensor | None = None) -> Tensor:
+    r"""In-route positional encoding, ``[..., dim]``.
+
+    * ``direction="aware"``: ``dim / 2`` frequencies, interleaved
+      ``[sin(ω_0 d̂), cos(ω_0 d̂), sin(ω_1 d̂), cos(ω_1 d̂), ...]``.
+    * ``direction="invariant"``: ``dim`` frequencies, ``[cos(ω_0 d̂), ..., cos(ω_{dim-1} d̂)]``.
+
+    Args:
+        cum_dist: ``[...]`` distance from the depot along the route (d_i).
+        route_length: ``[...]`` length of the node's route (d_L).
+        dim: output width.
+        direction: ``"aware"`` or ``"invariant"``.
+        frequencies: ``"harmonic"`` (default, exact circularity and reversal
+            invariance) or ``"geometric"`` (the paper's printed formula).
+        base: λ of the geometric frequencies.
+        route_pos: optional ``[...]`` within-route positions; nodes with a negative
+            position (unvisited PCVRP customers) get an all-zero code. Without it,
+            and for the depot, the phase is 0 (``d_L = 0`` counts as phase 0 too).
+    """
+    check_ipe_dim(dim, direction)
+    phase = ipe_phase(cum_dist, route_length).unsqueeze(-1)
+    num = dim // 2 if direction == "aware" else dim
+    omega = ipe_frequencies(num, dim, frequencies, base, phase.device, phase.dtype)
+    angle = phase * omega
+    if direction == "aware":
+        out = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
+    else:
+        out = torch.cos(angle)
+    if route_pos is not None:
+        out = torch.where((route_pos < 0).unsqueeze(-1), torch.zeros_like(out), out)
+    return out
+
+
+def xpe(depot_angle: Tensor, num_bands: int = 4, dim: int | None = None,
+        depot_mask: Tensor | None = None) -> Tensor:
+    r"""Cross-route (depot-anchored angle) encoding, ``[..., dim or 2 * num_bands]``.
+
+    ``[sin(2^k θ), cos(2^k θ)]`` interleaved for ``k = 0..num_bands-1``, zero-padded to
+    ``dim`` when given. θ is the depot-relative angle; nodes in ``depot_mask`` get
+    zeros. A customer sitting exactly on the depot has θ = 0 (atan2(0, 0)).
+    """
+    if num_bands < 1:
+        raise ValueError(f"XPE needs num_bands >= 1, got {num_bands}")
+    width = 2 * num_bands if dim is None else dim
+    if width < 2 * num_bands:
+        raise ValueError(f"XPE with num_bands={num_bands} needs dim >= {2 * num_bands}, "
+                         f"got dim={dim}")
+    theta = depot_angle.unsqueeze(-1)
+    scale = torch.pow(2.0, torch.arange(num_bands, device=theta.device, dtype=theta.dtype))
+    angle = theta * scale
+    out = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
+    if width > out.size(-1):
+        out = torch.nn.functional.pad(out, (0, width - out.size(-1)))
+    if depot_mask is not None:
+        out = torch.where(depot_mask.unsqueeze(-1), torch.zeros_like(out), out)
+    return out
+
+
+def ipexpe(cum_dist: Tensor, route_length: Tensor, depot_angle: Tensor, dim: int = 64,
+           num_bands: int = 4, direction: str = "invariant", frequencies: str = "harmonic",
+           base: float = 1e4, route_pos: Tensor | None = None,
+           depot_mask: Tensor | None = None) -> Tensor:
+    """``[IPE ‖ XPE]``, ``[..., dim + 2 * num_bands]``."""
+    return torch.cat([
+        ipe(cum_dist, route_length, dim, direction, frequencies, base, route_pos),
+        xpe(depot_angle, num_bands, None, depot_mask),
+    ], dim=-1)

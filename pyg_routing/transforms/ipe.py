@@ -1,0 +1,75 @@
+"""The ``IPE`` transform: distance-indexed, circular in-route encoding."""
+
+from __future__ import annotations
+
+import torch
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
+
+from pyg_routing.functional.route_pe import FREQUENCIES, check_ipe_dim, ipe
+from pyg_routing.transforms._base import (
+    node_graph,
+    problems_of,
+    require_solution,
+    set_node_attr,
+)
+
+
+class IPE(BaseTransform):
+    r"""In-route positional encoding (paper Sec. 3.1): a multi-frequency sinusoid
+    of the node's distance along its route, rescaled to one period,
+    ``d̂_i = 2π d_i / d_L``.
+
+    Output ``data[attr_name]``: ``[num_nodes, dim]``. The depot has phase 0,
+    unvisited customers (PCVRP) an all-zero code, and a route of length 0 phase 0.
+
+    Args:
+        dim: encoding width (even for the direction-aware variant).
+        direction: ``"aware"`` (interleaved sin/cos, distinguishes a route from its
+            reversal), ``"invariant"`` (cosines only, reversal-invariant) or
+            ``"auto"`` (the paper's choice: invariant for TSP/CVRP, aware for
+            VRPTW, PCVRP, PDTSP and PDPTW; decided per graph of a batch).
+        frequencies: ``"harmonic"`` (default, ``ω_k = k + 1``: exactly circular and
+            reversal-invariant) or ``"geometric"`` (``ω_k = base^(-2k/dim)`` as
+            printed in the paper, which breaks both properties).
+        base: λ of the geometric frequencies.
+        attr_name: attribute to store the encoding in; ``None`` concatenates it
+            onto ``data.x``.
+    """
+
+    def __init__(self, dim: int = 64, direction: str = "auto", frequencies: str = "harmonic",
+                 base: float = 10000.0, attr_name: str | None = "ipe") -> None:
+        if direction != "auto":
+            check_ipe_dim(dim, direction)
+        elif dim < 2 or dim % 2:
+            raise ValueError(f"IPE(direction='auto') needs an even dim >= 2, got dim={dim}")
+        if frequencies not in FREQUENCIES:
+            raise ValueError(f"unknown frequencies {frequencies!r}; choose from {FREQUENCIES}")
+        self.dim = dim
+        self.direction = direction
+        self.frequencies = frequencies
+        self.base = base
+        self.attr_name = attr_name
+
+    def encode(self, data: Data) -> torch.Tensor:
+        """The ``[num_nodes, dim]`` encoding, without storing it."""
+        require_solution(data, type(self).__name__)
+        args = (data.cum_dist, data.route_length, self.dim)
+        kwargs = dict(frequencies=self.frequencies, base=self.base, route_pos=data.route_pos)
+        if self.direction != "auto":
+            return ipe(*args, direction=self.direction, **kwargs)
+        aware = torch.tensor([p.direction_sensitive for p in problems_of(data)],
+                             device=data.cum_dist.device)
+        if bool(aware.all()) or not bool(aware.any()):
+            return ipe(*args, direction="aware" if bool(aware.all()) else "invariant", **kwargs)
+        graph = node_graph(data)
+        per_node = aware[graph].unsqueeze(-1)
+        return torch.where(per_node, ipe(*args, direction="aware", **kwargs),
+                           ipe(*args, direction="invariant", **kwargs))
+
+    def forward(self, data: Data) -> Data:
+        return set_node_attr(data, self.encode(data), self.attr_name)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(dim={self.dim}, direction={self.direction!r}, "
+                f"frequencies={self.frequencies!r})")

@@ -1,0 +1,43 @@
+"""The ``XPE`` transform: depot-anchored angular encoding across routes."""
+
+from __future__ import annotations
+
+import torch
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
+
+from pyg_routing.functional.route_pe import xpe
+from pyg_routing.transforms._base import set_node_attr
+
+
+class XPE(BaseTransform):
+    r"""Cross-route positional encoding (paper Sec. 3.2): the depot-relative angle
+    ``θ_v = atan2(y_v - y_0, x_v - x_0)`` as ``[sin(2^k θ), cos(2^k θ)]``,
+    interleaved for ``k = 0..num_bands-1`` and zero-padded to ``dim`` when given.
+
+    Output ``data[attr_name]``: ``[num_nodes, dim or 2 * num_bands]``; the depot
+    gets zeros, a customer exactly on the depot has θ = 0. XPE needs no solution
+    (θ is a property of the instance).
+
+    Args:
+        num_bands: number of frequency bands ``K``.
+        dim: output width (``>= 2K``), or ``None`` for ``2K``.
+        attr_name: attribute name; ``None`` concatenates onto ``data.x``.
+    """
+
+    def __init__(self, num_bands: int = 4, dim: int | None = None,
+                 attr_name: str | None = "xpe") -> None:
+        xpe(torch.zeros(1), num_bands, dim)  # validates the arguments early
+        self.num_bands = num_bands
+        self.dim = dim
+        self.attr_name = attr_name
+
+    def encode(self, data: Data) -> torch.Tensor:
+        """The ``[num_nodes, dim]`` encoding, without storing it."""
+        return xpe(data.depot_angle, self.num_bands, self.dim, data.depot_mask)
+
+    def forward(self, data: Data) -> Data:
+        return set_node_attr(data, self.encode(data), self.attr_name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_bands={self.num_bands}, dim={self.dim})"
