@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyg_routing.errors import RoutingError
+from pyg_routing.probes.command import add_probe_parser, render_probe, run_probe
 
 PROBLEMS = ("tsp", "cvrp", "vrptw", "pcvrp", "pdtsp")
 
@@ -62,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "of its cache files, or a benchmark instance.")
     info.add_argument("dataset", help="dataset folder, .pt/.json cache file, or instance")
     info.add_argument("--json", action="store_true", help="print a JSON object")
+
+    add_probe_parser(sub)
     return parser
 
 
@@ -165,7 +168,10 @@ def _print_text(obj: Any, indent: int = 0) -> None:
         print(f"{pad}{obj}")
 
 
-COMMANDS = {"generate": cmd_generate, "solve": cmd_solve, "info": cmd_info}
+COMMANDS = {"generate": cmd_generate, "solve": cmd_solve, "info": cmd_info,
+            "probe": run_probe}
+#: Commands whose text output is a custom rendering of their result dict.
+RENDERERS = {"probe": render_probe}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.json:
         print(json.dumps(result, indent=2))
+    elif args.command in RENDERERS:
+        print(RENDERERS[args.command](result))
     else:
         _print_text(result)
     return 0

@@ -46,3 +46,16 @@ def test_errors_are_reported_not_raised(tmp_path, capsys):
     code, _, err = run(capsys, "solve", "--num-customers", "5", "--num-instances", "1",
                        "--root", str(tmp_path), "--solver", "magic")
     assert code == 2 and "magic" in err
+
+
+def test_probe_command_prints_ours_beside_the_paper(tmp_path, capsys):
+    code, out, _ = run(capsys, "probe", "anisometry", "--problem", "cvrp", "--num-customers",
+                       "20", "--instances", "6", "--solver", "nearest_neighbor", "--root",
+                       str(tmp_path), "--no-progress", "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert result["ours"]["cv"] > 0
+    code, out, _ = run(capsys, "probe", "anisometry", "--problem", "cvrp", "--num-customers",
+                       "20", "--instances", "6", "--solver", "nearest_neighbor", "--root",
+                       str(tmp_path), "--no-progress")
+    assert "paper" in out and "0.81" in out

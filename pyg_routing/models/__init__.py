@@ -1,6 +1,14 @@
-"""Encoders and improvement backbones (GraphGPS-style encoder, DACT, N2S, NDS).
+"""Encoders, positional-encoding modules and (later) improvement backbones."""
 
-Filled in by the model work.
-"""
+from pyg_routing.models.pe import (
+    AbsolutePE,
+    ALiBiBias,
+    AttentionBias,
+    DACTCyclicPE,
+    RelativePositionBias,
+    RotaryPE,
+    ShortestPathBias,
+)
 
-__all__: list[str] = []
+__all__ = ["ALiBiBias", "AbsolutePE", "AttentionBias", "DACTCyclicPE",
+           "RelativePositionBias", "RotaryPE", "ShortestPathBias"]

@@ -1,0 +1,185 @@
+"""The 14 positional encodings by name: what kind each is and how to build it.
+
+>>> from pyg_routing import encodings
+>>> encodings.available()["ipexpe"]
+'node'
+
+Kinds:
+
+* ``node``: a per-node code ``[N, D]`` concatenated with the coordinates before the
+  first layer (paper Sec. 3.3); built by :func:`node_transform` (a PyG transform)
+  or, for the learnable APE, :func:`module`.
+* ``bias``: an additive attention bias ``[B, H, N, N]`` entering every layer; built
+  by :func:`module`.
+* ``rotary``: a rotation of queries and keys (RoPE); built by :func:`module`.
+* ``none``: no positional information.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
+
+KINDS = ("none", "node", "bias", "rotary")
+
+
+@dataclass(frozen=True)
+class EncodingInfo:
+    """What an encoding is: its registry name, kind, the paper's label."""
+
+    name: str
+    kind: str
+    title: str
+    learnable: bool
+    description: str
+
+
+_INFO = [
+    EncodingInfo("none", "none", "NoPE", False, "no positional information"),
+    EncodingInfo("ape", "node", "APE", True,
+                 "learnable table indexed by the within-route position"),
+    EncodingInfo("sin", "node", "SIN", False, "Transformer sinusoid of the within-route index"),
+    EncodingInfo("rope", "rotary", "RoPE", False,
+                 "queries/keys rotated by the within-route index"),
+    EncodingInfo("rpe", "bias", "RPE", True, "learned bias per clipped signed index offset"),
+    EncodingInfo("alibi", "bias", "ALiBi", False, "linear penalty m_h |i - j| per head"),
+    EncodingInfo("lap", "node", "Laplacian PE", False,
+                 "8 smallest non-trivial Laplacian eigenvectors of the route graph"),
+    EncodingInfo("rwse", "node", "RWSE", False,
+                 "random-walk return probabilities, 1..8 steps, on the route graph"),
+    EncodingInfo("spd", "bias", "SPD", True, "learned bias per route-graph hop distance"),
+    EncodingInfo("dact_cpe", "node", "DACT CPE", False, "DACT's cyclic positional encoding"),
+    EncodingInfo("cycleformer", "node", "CycleFormer PE", False,
+                 "CycleFormer's circular positional encoding"),
+    EncodingInfo("ipe", "node", "IPE", False,
+                 "distance-indexed circular in-route encoding (ours)"),
+    EncodingInfo("xpe", "node", "XPE", False, "depot-anchored angle encoding (ours)"),
+    EncodingInfo("ipexpe", "node", "IPE + XPE", False, "IPE concatenated with XPE (ours)"),
+]
+ENCODINGS: dict[str, EncodingInfo] = {e.name: e for e in _INFO}
+
+
+def available() -> dict[str, str]:
+    """The 14 encoding names (plus ``none``), each mapped to its kind."""
+    return {e.name: e.kind for e in _INFO}
+
+
+def info(name: str) -> EncodingInfo:
+    """Describe one encoding. Raises ``ValueError`` listing the valid names."""
+    key = str(name).lower()
+    if key not in ENCODINGS:
+        raise ValueError(f"unknown encoding {name!r}; valid encodings: {', '.join(ENCODINGS)}")
+    return ENCODINGS[key]
+
+
+def node_transform(name: str, dim: int = 64, num_bands: int = 4,
+                   attr_name: str | None = "pe", **kwargs: Any) -> BaseTransform:
+    """The PyG transform of a fixed node encoding, storing ``[N, width]`` in
+    ``attr_name``. Widths: ``dim`` for most; IPE+XPE adds ``2 * num_bands``; XPE is
+    ``2 * num_bands`` padded to ``dim``; Laplacian PE and RWSE have 8 channels."""
+    from pyg_routing import transforms as T
+
+    key = info(name).name
+    builders: dict[str, Callable[[], BaseTransform]] = {
+        "sin": lambda: T.SinusoidalPE(dim, attr_name=attr_name, **kwargs),
+        "lap": lambda: T.LaplacianPE(attr_name=attr_name, **kwargs),
+        "rwse": lambda: T.RandomWalkPE(attr_name=attr_name, **kwargs),
+        "dact_cpe": lambda: T.DACTCPE(dim, attr_name=attr_name, **kwargs),
+        "cycleformer": lambda: T.CycleFormerPE(dim, attr_name=attr_name, **kwargs),
+        "ipe": lambda: T.IPE(dim, attr_name=attr_name, **kwargs),
+        "xpe": lambda: T.XPE(num_bands, dim, attr_name=attr_name, **kwargs),
+        "ipexpe": lambda: T.IPEXPE(dim, num_bands, attr_name=attr_name, **kwargs),
+    }
+    if key not in builders:
+        raise ValueError(f"{key!r} is a {ENCODINGS[key].kind} encoding"
+                         + (" (learnable: use encodings.module)" if key == "ape" else "")
+                         + f"; node transforms exist for {', '.join(builders)}")
+    return builders[key]()
+
+
+def module(name: str, *, dim: int = 64, num_heads: int = 8, head_dim: int | None = None,
+           max_len: int = 128, window: int = 16, max_distance: int = 64,
+           **kwargs: Any) -> torch.nn.Module:
+    """The ``torch.nn.Module`` of a learnable node code (APE), a rotary (RoPE) or an
+    attention-bias encoding (RPE, ALiBi, SPD)."""
+    from pyg_routing.models import pe
+
+    key = info(name).name
+    builders: dict[str, Callable[[], torch.nn.Module]] = {
+        "ape": lambda: pe.AbsolutePE(dim, max_len, **kwargs),
+        "rope": lambda: pe.RotaryPE(head_dim or dim // num_heads, **kwargs),
+        "rpe": lambda: pe.RelativePositionBias(num_heads, window=window, **kwargs),
+        "alibi": lambda: pe.ALiBiBias(num_heads, **kwargs),
+        "spd": lambda: pe.ShortestPathBias(num_heads, max_distance, **kwargs),
+    }
+    if key not in builders:
+        raise ValueError(f"{key!r} has no module; modules exist for {', '.join(builders)} "
+                         f"(fixed node encodings: encodings.node_transform)")
+    return builders[key]()
+
+
+# ------------------------------------------------------------------ probes (Tab. 3)
+def probe_representations(dim: int = 64, num_heads: int = 8,
+                          seed: int = 0) -> dict[str, Callable[[Data], Tensor]]:
+    """What the Spearman probes (paper Tab. 3) compare for each encoding, by title.
+
+    * Fixed node encodings: their codes ``[N, D]`` (L2 distances between codes).
+    * Learnable tables with no structure before training (APE, RPE): their values at
+      a seeded random initialization, so they carry no signal, as in the paper.
+    * RoPE: the rotation each node applies, as ``[cos(i ω_k), sin(i ω_k)]``; the
+      distance between two rotations is what changes a query–key logit.
+    * ALiBi: its fixed penalty ``|i - j|`` (head-averaged slopes) as a dissimilarity.
+    * SPD: the hop distance its learnable bias is indexed by (unreachable: the
+      largest distance + 1), as a dissimilarity ``[B, N, N]``.
+    """
+    from pyg_routing.functional import index_pe
+    from pyg_routing.probes.spearman import node, pairwise
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def fixed(name: str, **kw: Any) -> Callable[[Data], Tensor]:
+        transform = node_transform(name, dim=dim, attr_name="_probe_pe", **kw)
+        return node(lambda b: transform(b)._probe_pe)
+
+    ape_table = torch.randn(4096, dim, generator=gen)
+    rpe_table = torch.randn(2 * 16 + 2, generator=gen)
+
+    def ape(b: Data) -> Tensor:
+        return ape_table[b.route_pos.clamp(min=0)]
+
+    def rope(b: Data) -> Tensor:
+        angle = b.route_pos.clamp(min=0).double().unsqueeze(-1) * index_pe.sin_frequencies(dim)
+        return torch.cat([angle.cos(), angle.sin()], dim=-1)
+
+    def offsets(b: Data) -> tuple[Tensor, Tensor]:
+        route_pos, _, mask = index_pe.dense_route_inputs(b)
+        return index_pe.position_offsets(route_pos), mask
+
+    def rpe(b: Data) -> Tensor:
+        delta, _ = offsets(b)
+        return -rpe_table[delta.clamp(-16, 16) + 16]
+
+    slopes = index_pe.alibi_slopes(num_heads).mean()
+
+    def alibi(b: Data) -> Tensor:
+        delta, _ = offsets(b)
+        return slopes * delta.abs().double()
+
+    def spd(b: Data) -> Tensor:
+        route_pos, route_id, mask = index_pe.dense_route_inputs(b)
+        hops = index_pe.hop_distance(route_pos, route_id, mask).double()
+        return torch.where(hops < 0, hops.max() + 1, hops)
+
+    return {
+        "APE": node(ape), "SIN": fixed("sin"), "RoPE": node(rope), "RPE": pairwise(rpe),
+        "ALiBi": pairwise(alibi), "Laplacian PE": fixed("lap", random_sign=False),
+        "RWSE": fixed("rwse"), "SPD": pairwise(spd), "DACT CPE": fixed("dact_cpe"),
+        "CycleFormer PE": fixed("cycleformer"), "IPE": fixed("ipe"), "XPE": fixed("xpe"),
+        "IPE + XPE": fixed("ipexpe"),
+    }

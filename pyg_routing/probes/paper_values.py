@@ -1,0 +1,95 @@
+"""The paper's probe numbers as data (Tab. 1, the hierarchy-entropy paragraph of
+Sec. 3.1, and Tab. 3), so probe reports can print them beside ours.
+
+Source: ``routing-pe-paper.tex`` (Sec. 3.1 "Anisometry" / "Hierarchy", Tab. 1
+``tab:anisometry``; Sec. 5 "Probing the encodings", Tab. 3 ``tab:probing``).
+``None`` marks an entry the paper prints as "-" (NoPE has no encoding).
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Tab. 1: anisometry of near-optimal routes (1,000 instances, LKH/HGS solutions).
+#: Keys: ``cv`` (coefficient of variation of consecutive edge lengths),
+#: ``max_min`` (max-to-min edge ratio), ``mad`` (residual median absolute
+#: deviation of a linear fit of d_i on i, in units of the mean edge).
+ANISOMETRY: dict[str, dict[str, float]] = {
+    "CVRP-100": {"cv": 0.81, "max_min": 26.6, "mad": 0.37},
+    "CVRP-200": {"cv": 0.93, "max_min": 42.1, "mad": 0.44},
+    "CVRP-500": {"cv": 1.12, "max_min": 72.3, "mad": 0.53},
+    "VRPTW-100": {"cv": 0.78, "max_min": 24.0, "mad": 0.33},
+    "PDTSP-51": {"cv": 0.78, "max_min": 68.9, "mad": 1.24},
+}
+
+#: Sec. 3.1 "Hierarchy": normalized entropy of the depot-angle distribution of the
+#: customers at within-route position k, averaged over k = 2..15. The paper gives
+#: one mean over CVRP-{100, 200, 500} and VRPTW-100 and the minimum over the whole
+#: (problem, k) grid; it gives no per-problem or per-k values.
+HIERARCHY_ENTROPY: dict[str, object] = {
+    "mean": 0.992,
+    "min": 0.953,
+    "positions": (2, 15),
+    "problems": ("CVRP-100", "CVRP-200", "CVRP-500", "VRPTW-100"),
+}
+
+#: Tab. 3: Spearman correlation between PE-induced pairwise distances and the
+#: desiderata targets on CVRP-100 (10^6 node pairs over 1,000 HGS solutions).
+SPEARMAN: dict[str, dict[str, float | None]] = {
+    "NoPE": {"D1": None, "D2": None, "D3": None},
+    "APE": {"D1": 0.002, "D2": -0.001, "D3": 0.003},
+    "SIN": {"D1": -0.310, "D2": -0.319, "D3": 0.329},
+    "RoPE": {"D1": -0.290, "D2": -0.125, "D3": 0.072},
+    "RPE": {"D1": 0.007, "D2": 0.010, "D3": 0.001},
+    "ALiBi": {"D1": -0.310, "D2": -0.319, "D3": 0.327},
+    "Laplacian PE": {"D1": 0.715, "D2": 0.721, "D3": 0.359},
+    "RWSE": {"D1": 0.090, "D2": 0.086, "D3": 0.138},
+    "SPD": {"D1": 0.824, "D2": 0.830, "D3": 0.332},
+    "DACT CPE": {"D1": 0.096, "D2": 0.096, "D3": 0.017},
+    "CycleFormer PE": {"D1": 0.126, "D2": 0.085, "D3": 0.218},
+    "IPE": {"D1": 0.934, "D2": 0.866, "D3": 0.229},
+    "XPE": {"D1": 0.815, "D2": 0.806, "D3": 0.396},
+    "IPE + XPE": {"D1": 0.877, "D2": 0.923, "D3": 0.384},
+}
+
+#: Extra spellings of Tab. 3 row names (after :func:`_norm`).
+_ALIASES = {
+    "none": "NoPE", "nope": "NoPE", "nopositionalencoding": "NoPE",
+    "absolute": "APE", "learned": "APE", "learnable": "APE",
+    "sinusoidal": "SIN", "sine": "SIN", "sinusoid": "SIN",
+    "rotary": "RoPE", "relative": "RPE",
+    "laplacian": "Laplacian PE", "lappe": "Laplacian PE", "lap": "Laplacian PE",
+    "lpe": "Laplacian PE", "rwpe": "RWSE", "randomwalk": "RWSE",
+    "shortestpath": "SPD", "spdbias": "SPD",
+    "cpe": "DACT CPE", "dact": "DACT CPE", "dactcpe": "DACT CPE",
+    "cycleformer": "CycleFormer PE", "circular": "CycleFormer PE",
+    "ipexpe": "IPE + XPE", "ipe+xpe": "IPE + XPE", "hape": "IPE + XPE",
+}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9+]", "", name.lower())
+
+
+def paper_key(name: str) -> str | None:
+    """The Tab. 3 row an encoding name refers to (case, spaces, ``-``, ``_`` and a
+    trailing parenthesized note such as ``" (geometric)"`` ignored; a trailing
+    ``pe`` is optional), or ``None`` if it has no row."""
+    by_norm = {_norm(k): k for k in SPEARMAN}
+    key = _norm(re.sub(r"\s*\(.*\)\s*$", "", name))
+    for cand in (key, key.removesuffix("pe"), key + "pe"):
+        if cand in by_norm:
+            return by_norm[cand]
+        if cand in _ALIASES:
+            return _ALIASES[cand]
+    return None
+
+
+def paper_problem_key(problem: str, num_customers: int) -> str:
+    """Tab. 1 row label, e.g. ``("cvrp", 100) -> "CVRP-100"`` (PDTSP counts nodes:
+    the paper's PDTSP-51 has 50 customers and a depot)."""
+    n = num_customers + 1 if problem.lower() == "pdtsp" else num_customers
+    return f"{problem.upper()}-{n}"
+
+
+__all__ = ["ANISOMETRY", "HIERARCHY_ENTROPY", "SPEARMAN", "paper_key", "paper_problem_key"]

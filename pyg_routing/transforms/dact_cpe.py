@@ -1,0 +1,70 @@
+"""The ``DACTCPE`` transform: DACT's cyclic positional encoding of route positions."""
+
+from __future__ import annotations
+
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
+
+from pyg_routing.functional.index_pe import (
+    check_even_dim,
+    check_variant,
+    dact_cpe,
+    node_route_inputs,
+)
+from pyg_routing.transforms._base import set_node_attr
+
+
+class DACTCPE(BaseTransform):
+    r"""DACT cyclic positional encoding (Ma et al. 2021) of the within-route position
+    ``i``, with ``L`` the number of customers on the node's route.
+
+    * ``variant="original"`` (default; yining043/VRP-DACT ``nets/graph_layers.py``,
+      ``Cyclic_Positional_Encoding``): DACT's fixed code for a closed tour of
+      ``L + 1`` nodes (triangle-wave sinusoids over a set of periods, mean-pooled
+      over cyclic neighbours and centred); position ``L + 1`` wraps onto the depot.
+      The depot uses the largest route of its graph (for a TSP: DACT exactly).
+      Output ``[num_nodes, dim]``, ``dim`` even.
+    * ``variant="paper"`` (App. E): the raw bits of ``Gray(i mod L)``, ``dim`` bits
+      (least significant first), ``[num_nodes, dim]`` in ``{0, 1}``. The paper
+      projects them with a learnable linear map: use
+      :class:`pyg_routing.models.pe.DACTCyclicPE` (``variant="paper"``,
+      ``num_bits=dim``) or any ``Linear(dim, D)`` on this attribute.
+
+    See :func:`~pyg_routing.functional.index_pe.dact_cpe`. Unvisited customers
+    (PCVRP) get all zeros.
+
+    Args:
+        dim: width (original: even ``>= 2``; paper: number of bits ``>= 1``).
+        variant: ``"original"`` or ``"paper"``.
+        attr_name: attribute to store the encoding in; ``None`` concatenates it
+            onto ``data.x``.
+
+    Raises:
+        NoSolutionError: the instance has no solution.
+        ValueError: (paper) a route needs more than ``dim`` bits.
+    """
+
+    def __init__(self, dim: int = 64, variant: str = "original",
+                 attr_name: str | None = "dact_cpe") -> None:
+        check_variant(variant)
+        if variant == "original":
+            check_even_dim(dim, "DACTCPE(variant='original')")
+        elif not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"DACTCPE(variant='paper') needs dim >= 1 Gray-code bits, "
+                             f"got dim={dim}")
+        self.dim = dim
+        self.variant = variant
+        self.attr_name = attr_name
+
+    def encode(self, data: Data) -> Tensor:
+        """The ``[num_nodes, dim]`` encoding, without storing it."""
+        route_pos, route_size = node_route_inputs(data)
+        return dact_cpe(route_pos, route_size, self.dim, self.variant, dtype=data.pos.dtype)
+
+    def forward(self, data: Data) -> Data:
+        return set_node_attr(data, self.encode(data), self.attr_name)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(dim={self.dim}, variant={self.variant!r}, "
+                f"attr_name={self.attr_name!r})")

@@ -1,0 +1,50 @@
+"""The ``RandomWalkPE`` transform: random-walk structural encoding of the route graph."""
+
+from __future__ import annotations
+
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
+
+from pyg_routing.functional._route_graph import route_graph_from_data
+from pyg_routing.functional.graph_pe import random_walk_pe
+from pyg_routing.transforms._base import set_node_attr
+
+
+class RandomWalkPE(BaseTransform):
+    r"""Random-walk structural encoding (RWSE, Dwivedi et al.) of the *route graph*:
+    ``[(R^t)_{vv}]_{t=1..walk_length}`` with ``R = D^{-1} A`` of the undirected
+    graph of the route arcs, ``data[attr_name]`` of shape ``[num_nodes, walk_length]``.
+
+    Values equal PyG's ``AddRandomWalkPE(walk_length)`` applied to that graph
+    (isolated unvisited customers: all zeros), but a whole ``Batch`` is computed
+    at once from per-route tables
+    (see :func:`~pyg_routing.functional.graph_pe.random_walk_pe`).
+
+    Args:
+        walk_length: number of random-walk steps ``K``.
+        attr_name: attribute to store the encoding in; ``None`` concatenates it
+            onto ``data.x`` (creating ``data.x`` if absent).
+
+    Raises:
+        NoSolutionError: the instance has no solution (no route arcs).
+    """
+
+    def __init__(self, walk_length: int = 8, attr_name: str | None = "random_walk_pe") -> None:
+        if not isinstance(walk_length, int) or walk_length < 1:
+            raise ValueError(f"RandomWalkPE needs walk_length >= 1, got {walk_length!r}")
+        self.walk_length = walk_length
+        self.attr_name = attr_name
+
+    def encode(self, data: Data) -> Tensor:
+        """The ``[num_nodes, walk_length]`` encoding, without storing it."""
+        rg = route_graph_from_data(data, type(self).__name__)
+        dtype = data.pos.dtype if "pos" in data and data.pos.is_floating_point() else None
+        return random_walk_pe(rg, walk_length=self.walk_length, dtype=dtype)
+
+    def forward(self, data: Data) -> Data:
+        return set_node_attr(data, self.encode(data), self.attr_name)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(walk_length={self.walk_length}, "
+                f"attr_name={self.attr_name!r})")
