@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 
 from pyg_routing.data import CVRPGenerator
 from pyg_routing.data.solvers import solve_instances
+from pyg_routing.functional import sinusoidal_pe
 from pyg_routing.functional.route_pe import ipe, ipexpe, xpe
-from pyg_routing.probes.spearman import sinusoid
 from pyg_routing.viz import plot_encoding, plot_pe_distance, plot_solution
 
 
@@ -35,7 +35,7 @@ def main(out_dir: str, solver: str = "pyvrp", num_customers: int = 50, seed: int
     xpe_pe = xpe(data.depot_angle, num_bands=4, depot_mask=data.depot_mask)
     both = ipexpe(data.cum_dist, data.route_length, data.depot_angle, dim, 4, "invariant",
                   frequencies="geometric", route_pos=data.route_pos, depot_mask=data.depot_mask)
-    sin = sinusoid(data.route_pos.clamp(min=0), dim)
+    sin = sinusoidal_pe(data.route_pos.clamp(min=0), dim)
 
     paths = []
 

@@ -252,14 +252,6 @@ def _problem_direction(data: Data) -> str:
     return "aware" if Problem.parse(prob).direction_sensitive else "invariant"
 
 
-def sinusoid(index: Tensor, dim: int, base: float = 1e4) -> Tensor:
-    """Transformer sinusoid of an integer index, ``[N, dim]`` (sin/cos interleaved)."""
-    k = torch.arange(dim // 2, dtype=torch.float64)
-    angle = index.double().unsqueeze(-1) * torch.pow(torch.tensor(base, dtype=torch.float64),
-                                                     -2 * k / dim)
-    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(-2)
-
-
 def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
     """Small reference set built on :mod:`pyg_routing.functional.route_pe`:
     IPE (the library default, harmonic frequencies ``k + 1``; reversal-invariant
@@ -271,6 +263,7 @@ def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
     constant once the phases differ by more than ~``2 pi / dim`` (a Dirichlet-kernel
     effect), so the L2 probes see almost no D1/D2 signal in it; the geometric
     variant is smooth in ``d_i / d_L``."""
+    from pyg_routing.functional.index_pe import sinusoidal_pe
     from pyg_routing.functional.route_pe import ipe, ipexpe, xpe
 
     def _ipe(b: Data, frequencies: str = "harmonic") -> Tensor:
@@ -288,7 +281,7 @@ def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
         "XPE": node(lambda b: xpe(b.depot_angle, num_bands, depot_mask=b.depot_mask)),
         "IPE + XPE": node(lambda b: _ipexpe(b, "harmonic")),
         "IPE + XPE (geometric)": node(lambda b: _ipexpe(b, "geometric")),
-        "SIN (route index)": node(lambda b: sinusoid(b.route_pos.clamp(min=0), dim)),
+        "SIN (route index)": node(lambda b: sinusoidal_pe(b.route_pos.clamp(min=0), dim)),
         "Index": node(lambda b: b.route_pos.clamp(min=0).double().unsqueeze(-1)),
     }
 
@@ -311,5 +304,5 @@ def paper_encodings(dim: int = 64) -> dict[str, Encoder]:
 
 
 __all__ = ["DEFINITION", "Encoder", "ProbePairs", "builtin_encodings", "node", "pairwise",
-           "pair_dissimilarity", "paper_encodings", "sample_pairs", "sinusoid", "spearman",
+           "pair_dissimilarity", "paper_encodings", "sample_pairs", "spearman",
            "spearman_probe"]
