@@ -1,5 +1,8 @@
 """Encoders, positional-encoding modules and (later) improvement backbones."""
 
+from pyg_routing.models.attention import RouteAttention
+from pyg_routing.models.gps_encoder import GPSEncoder
+from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pe import (
     AbsolutePE,
     ALiBiBias,
@@ -10,5 +13,6 @@ from pyg_routing.models.pe import (
     ShortestPathBias,
 )
 
-__all__ = ["ALiBiBias", "AbsolutePE", "AttentionBias", "DACTCyclicPE",
-           "RelativePositionBias", "RotaryPE", "ShortestPathBias"]
+__all__ = ["ALiBiBias", "AbsolutePE", "AttentionBias", "DACTCyclicPE", "GPSEncoder",
+           "GPSLayer", "RelativePositionBias", "RotaryPE", "RouteAttention",
+           "ShortestPathBias"]

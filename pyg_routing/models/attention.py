@@ -1,0 +1,63 @@
+"""Multi-head attention that takes the routing encodings: additive bias and rotary q/k."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from pyg_routing.models.pe.rope import RotaryPE
+
+
+class RouteAttention(nn.Module):
+    r"""Multi-head self-attention over dense node sets with an optional additive
+    bias ``[B, H or 1, N, N]`` (RPE, ALiBi, SPD) and optional rotary positions
+    (RoPE), computed with :func:`torch.nn.functional.scaled_dot_product_attention`.
+
+    Args:
+        dim: model width (divisible by ``heads``).
+        heads: number of heads ``H``.
+        dropout: attention dropout (training only).
+        rotary: a :class:`~pyg_routing.models.pe.RotaryPE` applied to q and k.
+
+    Shapes: ``x [B, N, dim]``, ``mask [B, N]`` (True = real node) ->
+    ``[B, N, dim]``.
+    """
+
+    def __init__(self, dim: int, heads: int, dropout: float = 0.0,
+                 rotary: RotaryPE | None = None) -> None:
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"dim={dim} must be divisible by heads={heads}")
+        self.dim, self.heads, self.dropout = dim, heads, dropout
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.rotary = rotary
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.qkv.reset_parameters()
+        self.out.reset_parameters()
+
+    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None,
+                position: Tensor | None = None) -> Tensor:
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        if self.rotary is not None:
+            if position is None:
+                raise ValueError("rotary attention needs the within-route positions")
+            q, k = self.rotary(q, k, position)
+        # Padded keys are masked out; padded query rows attend to themselves only so
+        # softmax never sees an all -inf row (their outputs are dropped anyway).
+        key_ok = mask[:, None, None, :] | torch.eye(n, dtype=torch.bool, device=x.device)
+        logits_bias = torch.zeros(b, 1, n, n, dtype=q.dtype, device=x.device)
+        logits_bias = logits_bias.masked_fill(~key_ok, float("-inf"))
+        if bias is not None:
+            logits_bias = logits_bias + torch.nan_to_num(bias.to(q.dtype), neginf=-1e9)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=logits_bias,
+                                             dropout_p=self.dropout if self.training else 0.0)
+        return self.out(out.transpose(1, 2).reshape(b, n, self.dim))
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, "
+                f"rotary={self.rotary is not None})")

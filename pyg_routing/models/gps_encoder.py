@@ -1,0 +1,122 @@
+"""``GPSEncoder``: the GraphGPS-style encoder with any of the 14 encodings."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.data import Data
+from torch_geometric.utils import to_undirected
+
+from pyg_routing import encodings
+from pyg_routing.functional.index_pe import dense_route_inputs
+from pyg_routing.models.gps_layer import GPSLayer
+from pyg_routing.models.pe import AbsolutePE, AttentionBias, RotaryPE
+
+
+class GPSEncoder(nn.Module):
+    r"""Encoder of the improvement backbones (paper Sec. 3.3): ``h⁰ = FF([x ‖ PE])``,
+    then ``num_layers`` :class:`GPSLayer`\ s. Changing ``pe`` changes nothing else.
+
+    * node encodings (``sin``, ``lap``, ``rwse``, ``dact_cpe``, ``cycleformer``, ``ipe``,
+      ``xpe``, ``ipexpe``): read from ``batch[pe_attr]`` when a transform already put
+      them there, else computed from the batch's route quantities;
+    * ``ape``: a learnable table on the within-route position, concatenated like the
+      fixed node codes;
+    * bias encodings (``rpe``, ``alibi``, ``spd``): one bias module shared by all
+      layers, added to every layer's attention logits;
+    * ``rope``: q/k rotated by the within-route position in every layer;
+    * ``none``: ``h⁰ = FF(x)``.
+
+    Args:
+        in_channels: width of the raw node features (``batch.x``, or ``batch.pos``
+            when the batch has no ``x``).
+        dim: model width. heads: attention heads. num_layers: GPS layers.
+        pe: encoding name (see :func:`pyg_routing.encodings.available`).
+        pe_dim: width of node encodings (IPE+XPE adds ``2 * num_bands``).
+        num_bands: XPE bands.
+        pe_attr: attribute holding a precomputed node encoding.
+        dropout: dropout rate. max_route_len: APE table size.
+        pe_kwargs: extra arguments of the encoding's transform or module.
+
+    Shapes: a ``Batch``/``RoutingData`` with ``N`` nodes -> ``[N, dim]``.
+    """
+
+    def __init__(self, in_channels: int = 2, dim: int = 128, heads: int = 8,
+                 num_layers: int = 3, pe: str = "ipexpe", pe_dim: int = 64,
+                 num_bands: int = 4, pe_attr: str = "pe", dropout: float = 0.0,
+                 max_route_len: int = 512, **pe_kwargs) -> None:
+        super().__init__()
+        spec = encodings.info(pe)
+        self.pe, self.kind, self.pe_attr = spec.name, spec.kind, pe_attr
+        self.in_channels, self.dim = in_channels, dim
+        self.node_pe = None
+        self.ape: AbsolutePE | None = None
+        self.bias: AttentionBias | None = None
+        rotary: RotaryPE | None = None
+        pe_width = 0
+        if spec.name == "ape":
+            self.ape = encodings.module("ape", dim=pe_dim, max_len=max_route_len, **pe_kwargs)
+            pe_width = pe_dim
+        elif spec.kind == "node":
+            self.node_pe = encodings.node_transform(spec.name, dim=pe_dim, num_bands=num_bands,
+                                                    attr_name=None, **pe_kwargs)
+            pe_width = self._node_pe_width(pe_dim, num_bands)
+        elif spec.kind == "bias":
+            self.bias = encodings.module(spec.name, num_heads=heads, **pe_kwargs)
+        elif spec.kind == "rotary":
+            rotary = encodings.module("rope", dim=dim, num_heads=heads, **pe_kwargs)
+        self.input = nn.Sequential(nn.Linear(in_channels + pe_width, dim), nn.ReLU(),
+                                   nn.Linear(dim, dim))
+        self.layers = nn.ModuleList(GPSLayer(dim, heads, dropout, rotary=rotary)
+                                    for _ in range(num_layers))
+        self.reset_parameters()
+
+    def _node_pe_width(self, pe_dim: int, num_bands: int) -> int:
+        if self.pe == "ipexpe":
+            return pe_dim + 2 * num_bands
+        if self.pe in ("lap", "rwse"):
+            return 8
+        if self.pe == "xpe":
+            return max(pe_dim, 2 * num_bands)
+        return pe_dim
+
+    def reset_parameters(self) -> None:
+        for m in self.input:
+            if isinstance(m, nn.Linear):
+                m.reset_parameters()
+        for layer in self.layers:
+            layer.reset_parameters()
+        for mod in (self.ape, self.bias):
+            if mod is not None:
+                mod.reset_parameters()
+
+    def _features(self, data: Data) -> Tensor:
+        x = data.x if "x" in data and data.x is not None else data.pos
+        if x.size(-1) != self.in_channels:
+            raise ValueError(f"GPSEncoder(in_channels={self.in_channels}) got node features "
+                             f"of width {x.size(-1)}")
+        if self.ape is not None:
+            return torch.cat([x, self.ape(data.route_pos)], dim=-1)
+        if self.node_pe is None:
+            return x
+        pe = data[self.pe_attr] if self.pe_attr in data else self.node_pe.encode(data)
+        return torch.cat([x, pe.to(x.dtype)], dim=-1)
+
+    def forward(self, data: Data) -> Tensor:
+        h = self.input(self._features(data))
+        batch = data.batch if "batch" in data and data.batch is not None else \
+            torch.zeros(data.num_nodes, dtype=torch.long, device=h.device)
+        edge_index = to_undirected(data.edge_index, num_nodes=data.num_nodes)
+        bias = position = None
+        if self.bias is not None or self.kind == "rotary":
+            route_pos, route_id, mask = dense_route_inputs(data)
+            if self.bias is not None:
+                bias = self.bias(route_pos, route_id, mask)
+            position = route_pos
+        for layer in self.layers:
+            h = layer(h, edge_index, batch, bias, position)
+        return h
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(in_channels={self.in_channels}, dim={self.dim}, "
+                f"layers={len(self.layers)}, pe={self.pe!r})")

@@ -1,0 +1,57 @@
+"""One GraphGPS-style layer: local message passing + global biased attention + FF."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+from torch_geometric.nn import GINConv
+from torch_geometric.utils import to_dense_batch
+
+from pyg_routing.models.attention import RouteAttention
+from pyg_routing.models.pe.rope import RotaryPE
+
+
+class GPSLayer(nn.Module):
+    r"""GraphGPS layer (Rampášek et al. 2022) for route graphs.
+
+    ``h = LN(x + GIN(x, route graph)) + LN(x + Attn(x, bias, rotary))``, then
+    ``out = LN(h + FF(h))``. The local GIN sees the route arcs in both directions;
+    the global attention takes the bias and rotary encodings.
+
+    Args:
+        dim: width. heads: attention heads. dropout: dropout rate.
+        ff_mult: hidden width of the feed-forward block in multiples of ``dim``.
+        rotary: optional RoPE module for the attention.
+
+    Shapes: ``x [N, dim]``, ``edge_index [2, E]``, ``batch [N]`` -> ``[N, dim]``.
+    """
+
+    def __init__(self, dim: int, heads: int, dropout: float = 0.0, ff_mult: int = 2,
+                 rotary: RotaryPE | None = None) -> None:
+        super().__init__()
+        mlp = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
+        self.local = GINConv(mlp, train_eps=True)
+        self.attn = RouteAttention(dim, heads, dropout, rotary)
+        self.ff = nn.Sequential(nn.Linear(dim, ff_mult * dim), nn.ReLU(), nn.Dropout(dropout),
+                                nn.Linear(ff_mult * dim, dim))
+        self.norm_local = nn.LayerNorm(dim)
+        self.norm_attn = nn.LayerNorm(dim)
+        self.norm_out = nn.LayerNorm(dim)
+        self.dropout = nn.Dropout(dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.local.reset_parameters()
+        self.attn.reset_parameters()
+        for m in self.ff:
+            if isinstance(m, nn.Linear):
+                m.reset_parameters()
+        for norm in (self.norm_local, self.norm_attn, self.norm_out):
+            norm.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor, bias: Tensor | None = None,
+                position: Tensor | None = None) -> Tensor:
+        h_local = self.norm_local(x + self.dropout(self.local(x, edge_index)))
+        dense, mask = to_dense_batch(x, batch)
+        h_attn = self.attn(dense, mask, bias, position)[mask]
+        h = h_local + self.norm_attn(x + self.dropout(h_attn))
+        return self.norm_out(h + self.dropout(self.ff(h)))

@@ -1,0 +1,69 @@
+import pytest
+import torch
+from torch_geometric.data import Batch
+
+from pyg_routing import encodings
+from pyg_routing.data import CVRPGenerator, RoutingData
+from pyg_routing.models import GPSEncoder
+from pyg_routing.transforms import IPEXPE
+
+
+def _datas():
+    inst = CVRPGenerator(12, seed=0).sample(3)
+    routes = [[[1, 2, 3, 4], [5, 6, 7], [8], [9, 10, 11, 12]],
+              [list(range(1, 7)), list(range(7, 13))],
+              [[12, 11, 10], [9, 8, 7, 6, 5], [4, 3, 2, 1]]]
+    return [RoutingData.from_routes(inst[i], r) for i, r in enumerate(routes)]
+
+
+@pytest.mark.parametrize("pe", list(encodings.available()))
+def test_every_encoding_runs_and_batching_equals_one_by_one(pe):
+    torch.manual_seed(0)
+    enc = GPSEncoder(in_channels=2, dim=32, heads=4, num_layers=2, pe=pe, pe_dim=16).eval()
+    datas = _datas()
+    if pe == "lap":  # eval mode of the transform: no random sign flips
+        enc.node_pe.eval()
+    batch = Batch.from_data_list(datas)
+    h = enc(batch)
+    assert h.shape == (batch.num_nodes, 32) and torch.isfinite(h).all()
+    one = torch.cat([enc(Batch.from_data_list([d])) for d in datas])
+    torch.testing.assert_close(h, one, atol=1e-5, rtol=1e-4)
+    h.square().sum().backward()
+    assert enc.input[0].weight.grad is not None
+    assert enc.input[0].weight.grad.abs().sum() > 0
+
+
+def test_precomputed_transform_output_is_used_and_equal():
+    torch.manual_seed(0)
+    enc = GPSEncoder(in_channels=2, dim=32, heads=4, num_layers=1, pe="ipexpe", pe_dim=16)
+    datas = _datas()
+    plain = enc(Batch.from_data_list(datas))
+    with_pe = Batch.from_data_list([IPEXPE(dim=16, num_bands=4)(d) for d in datas])
+    assert "pe" in with_pe
+    torch.testing.assert_close(enc(with_pe), plain)
+
+
+def test_the_encoding_reaches_the_output():
+    # Same coordinates and route graph, routes traversed in reverse: direction-aware
+    # encodings (via the CVRP 'auto' choice, IPE is invariant; ALiBi is index-based)
+    # change the output only where the encoding changes.
+    torch.manual_seed(0)
+    datas = _datas()
+    fwd = Batch.from_data_list([datas[0]])
+    rev = Batch.from_data_list([RoutingData.from_routes(datas[0], [r[::-1] for r in
+                                                                    datas[0].routes()])])
+    alibi = GPSEncoder(2, 32, 4, 1, pe="alibi").eval()
+    assert (alibi(fwd) - alibi(rev)).abs().max() > 1e-4
+    ipe = GPSEncoder(2, 32, 4, 1, pe="ipe", pe_dim=16, direction="invariant").eval()
+    # GIN sees the undirected graph, IPE is reversal-invariant, attention has no index:
+    torch.testing.assert_close(ipe(fwd), ipe(rev), atol=1e-4, rtol=1e-4)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown encoding 'fourier'"):
+        GPSEncoder(pe="fourier")
+    enc = GPSEncoder(in_channels=3, dim=16, heads=2, num_layers=1, pe="none")
+    with pytest.raises(ValueError, match="in_channels=3"):
+        enc(Batch.from_data_list(_datas()))
+    with pytest.raises(ValueError, match="divisible"):
+        GPSEncoder(dim=30, heads=4)
