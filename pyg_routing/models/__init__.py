@@ -3,6 +3,7 @@
 from pyg_routing.models.attention import RouteAttention
 from pyg_routing.models.gps_encoder import GPSEncoder
 from pyg_routing.models.gps_layer import GPSLayer
+from pyg_routing.models.pair_decoder import PairDecoder, ValueHead
 from pyg_routing.models.pe import (
     AbsolutePE,
     ALiBiBias,
@@ -14,5 +15,5 @@ from pyg_routing.models.pe import (
 )
 
 __all__ = ["ALiBiBias", "AbsolutePE", "AttentionBias", "DACTCyclicPE", "GPSEncoder",
-           "GPSLayer", "RelativePositionBias", "RotaryPE", "RouteAttention",
-           "ShortestPathBias"]
+           "GPSLayer", "PairDecoder", "RelativePositionBias", "RotaryPE", "RouteAttention",
+           "ShortestPathBias", "ValueHead"]
