@@ -138,7 +138,7 @@ def probe_representations(dim: int = 64, num_heads: int = 8,
     * SPD: the hop distance its learnable bias is indexed by (unreachable: the
       largest distance + 1), as a dissimilarity ``[B, N, N]``.
     """
-    from pyg_routing.functional import index_pe
+    from pyg_routing.functional import index_pe, pair_pe
     from pyg_routing.probes.spearman import node, pairwise
 
     gen = torch.Generator().manual_seed(seed)
@@ -159,13 +159,13 @@ def probe_representations(dim: int = 64, num_heads: int = 8,
 
     def offsets(b: Data) -> tuple[Tensor, Tensor]:
         route_pos, _, mask = index_pe.dense_route_inputs(b)
-        return index_pe.position_offsets(route_pos), mask
+        return pair_pe.position_offsets(route_pos), mask
 
     def rpe(b: Data) -> Tensor:
         delta, _ = offsets(b)
         return -rpe_table[delta.clamp(-16, 16) + 16]
 
-    slopes = index_pe.alibi_slopes(num_heads).mean()
+    slopes = pair_pe.alibi_slopes(num_heads).mean()
 
     def alibi(b: Data) -> Tensor:
         delta, _ = offsets(b)
@@ -173,7 +173,7 @@ def probe_representations(dim: int = 64, num_heads: int = 8,
 
     def spd(b: Data) -> Tensor:
         route_pos, route_id, mask = index_pe.dense_route_inputs(b)
-        hops = index_pe.hop_distance(route_pos, route_id, mask).double()
+        hops = pair_pe.hop_distance(route_pos, route_id, mask).double()
         return torch.where(hops < 0, hops.max() + 1, hops)
 
     return {

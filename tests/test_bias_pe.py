@@ -10,7 +10,8 @@ from torch_geometric.data import Batch
 
 from pyg_routing.data import PCVRPGenerator, RoutingData, TSPGenerator
 from pyg_routing.errors import NoSolutionError
-from pyg_routing.functional.index_pe import alibi_slopes, dense_route_inputs, hop_distance
+from pyg_routing.functional.index_pe import dense_route_inputs
+from pyg_routing.functional.pair_pe import alibi_slopes, hop_distance
 from pyg_routing.models.pe import ALiBiBias, RelativePositionBias, ShortestPathBias
 
 MODULES = [lambda: RelativePositionBias(4, window=3),

@@ -12,7 +12,6 @@ from torch_geometric.data import Batch
 from pyg_routing.data import PCVRPGenerator, RoutingData, TSPGenerator
 from pyg_routing.errors import NoSolutionError
 from pyg_routing.functional.index_pe import (
-    apply_rotary,
     cycleformer_pe,
     dact_cpe,
     gray_code,
@@ -20,6 +19,7 @@ from pyg_routing.functional.index_pe import (
     route_sizes,
     sinusoidal_pe,
 )
+from pyg_routing.functional.pair_pe import apply_rotary
 from pyg_routing.models.pe import AbsolutePE, DACTCyclicPE, RotaryPE
 from pyg_routing.transforms.cycleformer_pe import CycleFormerPE
 from pyg_routing.transforms.dact_cpe import DACTCPE

@@ -7,17 +7,19 @@ share, so an encoding can be recomputed every search step.
 
 from pyg_routing.functional.graph_pe import laplacian_pe, random_walk_pe
 from pyg_routing.functional.index_pe import (
-    alibi_slopes,
-    apply_rotary,
-    cycleformer_pe,
-    dact_cpe,
-    dense_route_inputs,
-    gray_code,
-    hop_distance,
-    max_route_length,
-    position_offsets,
-    route_sizes,
-    sinusoidal_pe,
+           cycleformer_pe,
+           dact_cpe,
+           dense_route_inputs,
+           gray_code,
+           max_route_length,
+           route_sizes,
+           sinusoidal_pe,
+)
+from pyg_routing.functional.pair_pe import (
+           alibi_slopes,
+           apply_rotary,
+           hop_distance,
+           position_offsets,
 )
 from pyg_routing.functional.route_pe import ipe, ipe_frequencies, ipexpe, xpe
 

@@ -6,7 +6,8 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from pyg_routing.functional.index_pe import MAX_BIAS_NODES, dense_route_inputs, hop_distance
+from pyg_routing.functional.index_pe import MAX_BIAS_NODES, dense_route_inputs
+from pyg_routing.functional.pair_pe import hop_distance
 from pyg_routing.transforms._base import require_solution
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from pyg_routing.functional.index_pe import MAX_BIAS_NODES, alibi_slopes, position_offsets
+from pyg_routing.functional.index_pe import MAX_BIAS_NODES
+from pyg_routing.functional.pair_pe import alibi_slopes, position_offsets
 from pyg_routing.models.pe.base import AttentionBias
 
 
 class ALiBiBias(AttentionBias):
     r"""ALiBi (paper App. E): ``logit(i, j) -= m_h · |i - j|`` with ``i, j`` the
     within-route positions (depot 0) and the original geometric slopes
-    (:func:`~pyg_routing.functional.index_pe.alibi_slopes`): ``m_h = 2^{-8h/H}`` for
+    (:func:`~pyg_routing.functional.pair_pe.alibi_slopes`): ``m_h = 2^{-8h/H}`` for
     ``H`` a power of two, e.g. ``[1/2, 1/4, ..., 1/256]`` for ``H = 8``; otherwise the
     closest smaller power of two plus every other slope of the doubled set.
 

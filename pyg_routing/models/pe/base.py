@@ -6,11 +6,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Data
 
-from pyg_routing.functional.index_pe import (
-    MAX_BIAS_NODES,
-    check_num_nodes,
-    dense_route_inputs,
-)
+from pyg_routing.functional.index_pe import MAX_BIAS_NODES, check_num_nodes, dense_route_inputs
 
 
 class AttentionBias(nn.Module):

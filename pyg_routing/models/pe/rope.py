@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from pyg_routing.functional.index_pe import apply_rotary, check_even_dim
+from pyg_routing.functional.index_pe import check_even_dim
+from pyg_routing.functional.pair_pe import apply_rotary
 
 
 class RotaryPE(nn.Module):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from pyg_routing.functional.index_pe import MAX_BIAS_NODES, position_offsets
+from pyg_routing.functional.index_pe import MAX_BIAS_NODES
+from pyg_routing.functional.pair_pe import position_offsets
 from pyg_routing.models.pe.base import AttentionBias
 
 

@@ -7,7 +7,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from pyg_routing.functional.index_pe import MAX_BIAS_NODES, hop_distance
+from pyg_routing.functional.index_pe import MAX_BIAS_NODES
+from pyg_routing.functional.pair_pe import hop_distance
 from pyg_routing.models.pe.base import AttentionBias
 
 
@@ -15,7 +16,7 @@ class ShortestPathBias(AttentionBias):
     r"""Shortest-path-distance bias (paper App. E): ``logit(i, j) += b_{spd(v_i, v_j)}``.
 
     Hop distances on the undirected route graph come in closed form from
-    :func:`~pyg_routing.functional.index_pe.hop_distance` (no BFS, batched), are
+    :func:`~pyg_routing.functional.pair_pe.hop_distance` (no BFS, batched), are
     capped at ``max_distance`` (the paper caps at the route-graph diameter, see
     :meth:`diameter`), and pairs with no path (an unvisited customer) get their own
     bucket.
