@@ -31,3 +31,16 @@ def test_route_quantities_and_cost_on_the_device(device):
     moved = batch.to(device)
     torch.testing.assert_close(moved.cost().cpu(), batch.cost())
     assert moved.is_feasible().all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("pe", ["ipexpe", "alibi", "rope", "lap"])
+def test_encoder_runs_on_the_device(device, pe):
+    from pyg_routing.models import GPSEncoder
+
+    inst = make_generator("cvrp", 8, seed=0).sample(2)
+    batch = Batch.from_data_list([RoutingData.from_routes(inst[i], [[1, 2, 3], [4, 5, 6, 7, 8]])
+                                  for i in range(2)]).to(device)
+    enc = GPSEncoder(2, 16, 2, 1, pe=pe, pe_dim=8).to(device)
+    out = enc(batch)
+    assert out.device.type == device and torch.isfinite(out).all()
