@@ -67,3 +67,23 @@ def test_bad_arguments():
         enc(Batch.from_data_list(_datas()))
     with pytest.raises(ValueError, match="divisible"):
         GPSEncoder(dim=30, heads=4)
+
+
+@pytest.mark.parametrize("pe", ["ipexpe", "ape", "alibi", "spd", "rope", "none"])
+def test_dense_path_equals_the_batch_path(pe):
+    from torch_geometric.utils import to_dense_batch
+
+    from pyg_routing.functional.index_pe import dense_route_inputs
+
+    torch.manual_seed(0)
+    datas = _datas()                      # three instances of 13 nodes each
+    batch = Batch.from_data_list(datas)
+    enc = GPSEncoder(2, 32, 4, 2, pe=pe, pe_dim=16).eval()
+    ref = enc(batch).view(3, 13, 32)
+    x, _ = to_dense_batch(batch.pos, batch.batch)
+    node_pe = None
+    if enc.node_pe is not None:
+        node_pe, _ = to_dense_batch(enc.node_pe.encode(batch), batch.batch)
+    route_pos, route_id, _ = dense_route_inputs(batch)
+    out = enc.forward_dense(x, batch.edge_index, node_pe, route_pos, route_id)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-4)

@@ -106,13 +106,53 @@ class GPSEncoder(nn.Module):
         h = self.input(self._features(data))
         batch = data.batch if "batch" in data and data.batch is not None else \
             torch.zeros(data.num_nodes, dtype=torch.long, device=h.device)
-        edge_index = to_undirected(data.edge_index, num_nodes=data.num_nodes)
-        bias = position = None
+        route_pos = route_id = mask = None
         if self.bias is not None or self.kind == "rotary":
             route_pos, route_id, mask = dense_route_inputs(data)
-            if self.bias is not None:
-                bias = self.bias(route_pos, route_id, mask)
-            position = route_pos
+        return self._layers(h, data.edge_index, batch, route_pos, route_id, mask)
+
+    def forward_dense(self, x: Tensor, edge_index: Tensor, pe: Tensor | None = None,
+                      route_pos: Tensor | None = None,
+                      route_id: Tensor | None = None) -> Tensor:
+        r"""The same encoder on a dense batch of equal-size instances (search loops).
+
+        Args:
+            x: ``[B, M, in_channels]`` node features.
+            edge_index: ``[2, E]`` route arcs over the flattened ``B * M`` nodes.
+            pe: ``[B, M, width]`` node encoding (node kinds other than APE; the caller
+                computes it with :mod:`pyg_routing.functional`).
+            route_pos: ``[B, M]`` within-route positions (APE, bias, rotary kinds).
+            route_id: ``[B, M]`` route ids (SPD).
+
+        Returns:
+            ``[B, M, dim]``.
+        """
+        b, m, _ = x.shape
+        if x.size(-1) != self.in_channels:
+            raise ValueError(f"GPSEncoder(in_channels={self.in_channels}) got node features "
+                             f"of width {x.size(-1)}")
+        parts = [x]
+        if self.ape is not None or self.bias is not None or self.kind == "rotary":
+            if route_pos is None:
+                raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
+        if self.ape is not None:
+            parts.append(self.ape(route_pos))
+        elif self.node_pe is not None:
+            if pe is None:
+                raise ValueError(f"encoding {self.pe!r} needs its node code `pe` [B, M, width]")
+            parts.append(pe.to(x.dtype))
+        h = self.input(torch.cat(parts, dim=-1).reshape(b * m, -1))
+        batch = torch.arange(b, device=x.device).repeat_interleave(m)
+        if route_id is None and route_pos is not None:
+            route_id = torch.zeros_like(route_pos)
+        mask = torch.ones(b, m, dtype=torch.bool, device=x.device)
+        return self._layers(h, edge_index, batch, route_pos, route_id, mask).view(b, m, -1)
+
+    def _layers(self, h: Tensor, edge_index: Tensor, batch: Tensor, route_pos: Tensor | None,
+                route_id: Tensor | None, mask: Tensor | None) -> Tensor:
+        edge_index = to_undirected(edge_index, num_nodes=h.size(0))
+        bias = self.bias(route_pos, route_id, mask) if self.bias is not None else None
+        position = route_pos if self.kind == "rotary" else None
         for layer in self.layers:
             h = layer(h, edge_index, batch, bias, position)
         return h
