@@ -17,6 +17,20 @@ def random_routes(num_customers: int, rng: random.Random, max_routes: int = 6,
     return [nodes[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def random_pcvrp_solutions(count: int, n: int, seed: int = 0,
+                           keep: float = 0.7) -> list[RoutingData]:
+    """``count`` PCVRP solutions of growing size (``n``, ``n + 1``, ...) that visit a
+    random subset (about ``keep``) of the customers."""
+    from pyg_routing.data import PCVRPGenerator
+
+    rng = random.Random(seed)
+    out = []
+    for g in range(count):
+        inst = PCVRPGenerator(n + g, seed=seed + g).sample(1)[0]
+        out.append(RoutingData.from_routes(inst, random_routes(n + g, rng, keep=keep)))
+    return out
+
+
 @pytest.fixture
 def rng() -> random.Random:
     return random.Random(0)

@@ -1,11 +1,10 @@
 """Attention-bias encodings (RPE, ALiBi, SPD), paper App. E."""
 
-import random
 
 import networkx as nx
 import pytest
 import torch
-from conftest import random_routes
+from conftest import random_pcvrp_solutions
 from torch_geometric.data import Batch
 
 from pyg_routing.data import PCVRPGenerator, RoutingData, TSPGenerator
@@ -19,15 +18,6 @@ MODULES = [lambda: RelativePositionBias(4, window=3),
            lambda: ALiBiBias(4),
            lambda: ShortestPathBias(4, max_distance=5),
            lambda: ShortestPathBias(4, max_distance=5, per_head=True)]
-
-
-def _solutions(count: int, n: int, seed: int = 0, keep: float = 0.7) -> list[RoutingData]:
-    rng = random.Random(seed)
-    out = []
-    for g in range(count):
-        inst = PCVRPGenerator(n + g, seed=seed + g).sample(1)[0]
-        out.append(RoutingData.from_routes(inst, random_routes(n + g, rng, keep=keep)))
-    return out
 
 
 def _networkx_hops(data: RoutingData) -> torch.Tensor:
@@ -81,8 +71,8 @@ def test_rpe_clips_offsets_and_shares_heads():
 
 
 # ----------------------------------------------------------------------------- SPD
-def test_hop_distance_matches_networkx_on_random_solutions():
-    datas = _solutions(12, 14, seed=3) + _solutions(4, 6, seed=9, keep=1.0)
+def test_hop_distance_matches_networkx_on_randomrandom_pcvrp_solutions():
+    datas = random_pcvrp_solutions(12, 14, seed=3) + random_pcvrp_solutions(4, 6, seed=9, keep=1.0)
     datas.append(RoutingData.from_routes(PCVRPGenerator(4, seed=0).sample(1)[0],
                                          [[1], [2], [3, 4]]))
     datas.append(RoutingData.from_routes(TSPGenerator(9, seed=0).sample(1)[0],
@@ -119,7 +109,7 @@ def test_spd_buckets_and_diameter():
 @pytest.mark.parametrize("make", MODULES, ids=lambda m: repr(m()))
 def test_batch_equals_one_by_one_with_padding(make):
     module = make()
-    datas = _solutions(4, 8)
+    datas = random_pcvrp_solutions(4, 8)
     bias, mask = module.dense_bias(Batch.from_data_list(datas))
     assert bias.shape == (4, 4, mask.size(1), mask.size(1))
     for g, data in enumerate(datas):
@@ -138,7 +128,7 @@ def test_batch_equals_one_by_one_with_padding(make):
 @pytest.mark.parametrize("make", MODULES, ids=lambda m: repr(m()))
 def test_gradients_device_dtype_and_repr(make):
     module = make()
-    data = _solutions(1, 9)[0]
+    data = random_pcvrp_solutions(1, 9)[0]
     bias, mask = module.to(torch.device("cpu")).dense_bias(data)
     learnable = list(module.parameters())
     if learnable:
@@ -157,7 +147,7 @@ def test_gradients_device_dtype_and_repr(make):
 @pytest.mark.parametrize("make", MODULES, ids=lambda m: repr(m()))
 def test_cuda_matches_cpu(make):  # pragma: no cover - GPU only
     module = make()
-    data = _solutions(1, 9)[0]
+    data = random_pcvrp_solutions(1, 9)[0]
     cpu, _ = module.dense_bias(data)
     gpu, _ = module.to("cuda").dense_bias(data.to("cuda"))
     torch.testing.assert_close(gpu.cpu(), cpu)

@@ -1,12 +1,11 @@
 """Index-based node encodings (SIN, APE, RoPE, DACT CPE, CycleFormer PE), paper App. E."""
 
 import math
-import random
 
 import numpy as np
 import pytest
 import torch
-from conftest import random_routes
+from conftest import random_pcvrp_solutions
 from torch_geometric.data import Batch
 
 from pyg_routing.data import PCVRPGenerator, RoutingData, TSPGenerator
@@ -27,15 +26,6 @@ from pyg_routing.transforms.sinusoidal_pe import SinusoidalPE
 
 TRANSFORMS = [SinusoidalPE(8), CycleFormerPE(8), CycleFormerPE(8, variant="paper"),
               DACTCPE(8), DACTCPE(6, variant="paper")]
-
-
-def _solutions(count: int, n: int, seed: int = 0, keep: float = 0.7) -> list[RoutingData]:
-    rng = random.Random(seed)
-    out = []
-    for g in range(count):
-        inst = PCVRPGenerator(n + g, seed=seed + g).sample(1)[0]
-        out.append(RoutingData.from_routes(inst, random_routes(n + g, rng, keep=keep)))
-    return out
 
 
 def _dact_reference(n: int, dim: int) -> np.ndarray:
@@ -101,7 +91,7 @@ def test_batch_equals_one_by_one_and_never_nan(transform):
     one_route = RoutingData.from_routes(PCVRPGenerator(6, seed=3).sample(1)[0],
                                         [[3, 1, 2, 5, 4, 6]])
     single = RoutingData.from_routes(PCVRPGenerator(5, seed=1).sample(1)[0], [[2]])
-    datas = [*_solutions(4, 9), one_route, single]
+    datas = [*random_pcvrp_solutions(4, 9), one_route, single]
     batch = transform(Batch.from_data_list([d.clone() for d in datas]))
     name = transform.attr_name
     alone = torch.cat([transform(d.clone())[name] for d in datas])
@@ -125,7 +115,7 @@ def test_tsp_and_single_customer_routes(transform):
 def test_route_sizes_flat_and_batched(small_cvrp):
     data = RoutingData.from_routes(small_cvrp, [[1, 2, 3], [4]])
     assert route_sizes(data.route_pos, data.route_id).tolist() == [3, 3, 3, 3, 1]
-    batch = Batch.from_data_list(_solutions(3, 8))
+    batch = Batch.from_data_list(random_pcvrp_solutions(3, 8))
     got = route_sizes(batch.route_pos, batch.route_id, batch.batch)
     for g, d in enumerate(batch.to_data_list()):
         routes = d.routes()
@@ -242,7 +232,7 @@ def test_ape_lookup_limits_and_gradients():
 
 
 def test_ape_from_data_reads_the_longest_route():
-    datas = _solutions(3, 10)
+    datas = random_pcvrp_solutions(3, 10)
     longest = max(len(r) for d in datas for r in d.routes())
     ape = AbsolutePE.from_data(datas, 8)
     assert ape.max_len == longest
