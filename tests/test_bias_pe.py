@@ -71,7 +71,7 @@ def test_rpe_clips_offsets_and_shares_heads():
 
 
 # ----------------------------------------------------------------------------- SPD
-def test_hop_distance_matches_networkx_on_randomrandom_pcvrp_solutions():
+def test_hop_distance_matches_networkx_on_random_solutions():
     datas = random_pcvrp_solutions(12, 14, seed=3) + random_pcvrp_solutions(4, 6, seed=9, keep=1.0)
     datas.append(RoutingData.from_routes(PCVRPGenerator(4, seed=0).sample(1)[0],
                                          [[1], [2], [3, 4]]))
