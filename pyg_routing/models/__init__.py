@@ -1,6 +1,7 @@
 """Encoders, positional-encoding modules and (later) improvement backbones."""
 
 from pyg_routing.models.attention import RouteAttention
+from pyg_routing.models.dact_policy import DACTPolicy
 from pyg_routing.models.gps_encoder import GPSEncoder
 from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pair_decoder import PairDecoder, ValueHead
@@ -14,6 +15,6 @@ from pyg_routing.models.pe import (
     ShortestPathBias,
 )
 
-__all__ = ["ALiBiBias", "AbsolutePE", "AttentionBias", "DACTCyclicPE", "GPSEncoder",
+__all__ = ["ALiBiBias", "AbsolutePE", "AttentionBias", "DACTCyclicPE", "DACTPolicy", "GPSEncoder",
            "GPSLayer", "PairDecoder", "RelativePositionBias", "RotaryPE", "RouteAttention",
            "ShortestPathBias", "ValueHead"]

@@ -1,0 +1,120 @@
+"""``DACTPolicy``: GPS encoder + pair decoder + critic for 2-opt improvement.
+
+The policy takes the dense fields of an observation (``x, edge_index, pe,
+route_pos, route_id, mask, extra``; see ``pyg_routing.envs.observation``) by duck
+typing, so this module does not import the environments.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor, nn
+from torch.distributions import Categorical
+
+from pyg_routing.models.gps_encoder import GPSEncoder
+from pyg_routing.models.pair_decoder import PairDecoder, ValueHead
+
+#: node-feature width of the 2-opt environment per problem
+#: (``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``).
+IN_CHANNELS = {"tsp": 6, "cvrp": 6, "vrptw": 9}
+
+
+class ObservationLike(Protocol):
+    """The fields :meth:`DACTPolicy.forward` reads (shapes as in ``Observation``)."""
+
+    x: Tensor
+    edge_index: Tensor
+    pe: Tensor | None
+    route_pos: Tensor
+    route_id: Tensor
+    mask: Tensor
+    extra: Tensor
+
+
+class DACTPolicy(nn.Module):
+    r"""Actor-critic for DACT-style 2-opt improvement with any encoding.
+
+    ``h = GPSEncoder.forward_dense(x, edge_index, pe, route_pos, route_id)``
+    (``[B, M, dim]``); the :class:`PairDecoder` scores every move ``(i, j)``
+    (``[B, M, M]``, masked) and the :class:`ValueHead` (mean/max pooling plus the
+    ``extra = (cost, best_cost)`` features) gives ``V(s)``.
+
+    Args:
+        encoder: a :class:`GPSEncoder` (its ``in_channels`` must match ``x``).
+        decoder_heads: compatibility heads of the pair decoder.
+        critic_hidden: hidden width of the value head.
+        clip: logit clipping of the pair decoder.
+    """
+
+    def __init__(self, encoder: GPSEncoder, decoder_heads: int = 4, critic_hidden: int = 64,
+                 clip: float = 6.0) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = PairDecoder(encoder.dim, heads=decoder_heads, clip=clip)
+        self.critic = ValueHead(encoder.dim, extra=2, hidden=critic_hidden)
+
+    @classmethod
+    def build(cls, problem: Any = "cvrp", pe: str = "ipexpe", dim: int = 64, heads: int = 4,
+              num_layers: int = 3, pe_dim: int = 32, num_bands: int = 4,
+              **encoder_kwargs: Any) -> DACTPolicy:
+        """A policy for ``problem`` (a name or a ``Problem``; TSP/CVRP 6 input
+        channels, VRPTW 9) with encoding ``pe``; ``heads`` is used by the encoder
+        and the decoder. Extra keyword arguments go to :class:`GPSEncoder`."""
+        key = str(getattr(problem, "value", problem)).lower()
+        if key not in IN_CHANNELS:
+            raise ValueError(f"DACTPolicy supports {', '.join(IN_CHANNELS)}, not {problem!r}")
+        enc = GPSEncoder(in_channels=IN_CHANNELS[key], dim=dim, heads=heads,
+                         num_layers=num_layers, pe=pe, pe_dim=pe_dim, num_bands=num_bands,
+                         **encoder_kwargs)
+        return cls(enc, decoder_heads=heads)
+
+    def reset_parameters(self) -> None:
+        self.encoder.reset_parameters()
+        self.decoder.reset_parameters()
+        self.critic.reset_parameters()
+
+    def embed(self, obs: ObservationLike) -> Tensor:
+        """Node embeddings ``[B, M, dim]``."""
+        return self.encoder.forward_dense(obs.x, obs.edge_index, obs.pe, obs.route_pos,
+                                          obs.route_id)
+
+    def forward(self, obs: ObservationLike, action: Tensor | None = None, greedy: bool = False,
+                generator: torch.Generator | None = None
+                ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Sample (``greedy``: argmax) a move, or score the given ``action``.
+
+        Args:
+            obs: observation fields (``mask [B, M, M]`` True = allowed).
+            action: ``[B, 2]`` node pairs to score instead of sampling.
+            greedy: take the most likely move.
+            generator: RNG of the sampling (default: the global one).
+
+        Returns:
+            ``action [B, 2]`` (long), ``log_prob [B]``, ``entropy [B]``, ``value [B]``.
+
+        Raises:
+            ValueError: an instance has no allowed move.
+        """
+        mask = obs.mask
+        allowed = mask.flatten(1).any(1)
+        if not bool(allowed.all()):
+            stuck = torch.nonzero(~allowed).flatten()[:5].tolist()
+            raise ValueError(f"no allowed move for instance(s) {stuck}")
+        h = self.embed(obs)
+        b, m, _ = h.shape
+        logits = self.decoder(h, mask).flatten(1)
+        dist = Categorical(logits=logits)
+        if action is not None:
+            flat = action[:, 0] * m + action[:, 1]
+        elif greedy:
+            flat = logits.argmax(-1)
+        else:
+            flat = torch.multinomial(dist.probs, 1, generator=generator).squeeze(1)
+        value = self.critic(h, extra=obs.extra.to(h.dtype))
+        return (torch.stack([flat // m, flat % m], -1), dist.log_prob(flat), dist.entropy(),
+                value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.encoder!r}, {self.decoder!r})"
