@@ -13,6 +13,12 @@ from typing import Any
 
 from pyg_routing.errors import RoutingError
 from pyg_routing.probes.command import add_probe_parser, render_probe, run_probe
+from pyg_routing.training.command import (
+    add_evaluate_parser,
+    add_train_parser,
+    run_evaluate,
+    run_train,
+)
 
 PROBLEMS = ("tsp", "cvrp", "vrptw", "pcvrp", "pdtsp")
 
@@ -34,7 +40,8 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pyg-routing",
-        description="Routing data, reference solutions and (later) training for pyg_routing.")
+        description="Routing data, reference solutions, probes, training and evaluation "
+                    "for pyg_routing.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     gen = sub.add_parser("generate", help="generate a seeded dataset of instances",
@@ -65,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print a JSON object")
 
     add_probe_parser(sub)
+    add_train_parser(sub)
+    add_evaluate_parser(sub)
     return parser
 
 
@@ -169,7 +178,7 @@ def _print_text(obj: Any, indent: int = 0) -> None:
 
 
 COMMANDS = {"generate": cmd_generate, "solve": cmd_solve, "info": cmd_info,
-            "probe": run_probe}
+            "probe": run_probe, "train": run_train, "evaluate": run_evaluate}
 #: Commands whose text output is a custom rendering of their result dict.
 RENDERERS = {"probe": render_probe}
 

@@ -1,0 +1,60 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from pyg_routing.cli import main
+
+TINY = ["--num-customers", "8", "--dim", "16", "--layers", "1", "--heads", "2", "--pe-dim", "8",
+        "--batch-size", "4", "--t-train", "4", "--n-step", "2", "--epochs", "1",
+        "--batches-per-epoch", "2", "--val-size", "4", "--val-steps", "4", "--accelerator", "cpu",
+        "--no-progress", "--json"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--out", str(out), *TINY]) == 0
+    found = sorted(Path(out).rglob("last.ckpt"))
+    assert found
+    return str(found[0])
+
+
+def test_train_writes_a_checkpoint_and_finite_metrics(checkpoint):
+    assert Path(checkpoint).exists()
+    metrics = Path(checkpoint).parents[1] / "logs"
+    assert list(metrics.rglob("metrics.csv"))
+
+
+def test_evaluate_a_checkpoint_and_the_random_baseline(checkpoint, tmp_path, capsys):
+    common = ["--problem", "cvrp", "--num-customers", "8", "--instances", "3", "--steps", "6",
+              "--augment", "2", "--json"]
+    code, out, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--reference", "pyvrp",
+                         "--time-limit", "0.1", "--root", str(tmp_path), *common)
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["cost"] <= res["initial_cost"] + 1e-9
+    assert res["gap_percent"] > -1e-6       # PyVRP is at least as good on CVRP-8
+    code, out, _ = run(capsys, "evaluate", "--policy", "random", "--reference", "none", *common)
+    assert code == 0 and json.loads(out)["cost"] <= json.loads(out)["initial_cost"] + 1e-9
+
+
+def test_mismatched_checkpoints_and_bad_options_are_clear_errors(checkpoint, capsys):
+    code, _, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--problem", "tsp",
+                       "--num-customers", "8", "--reference", "none")
+    assert code == 2 and "trained on problem 'cvrp'" in err
+    code, _, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--num-customers", "20",
+                       "--reference", "none")
+    assert code == 2 and "trained on cvrp-8" in err and "--any-size" in err
+    code, _, err = run(capsys, "train", "--devices", "999", *TINY)
+    assert code == 2 and "more than the" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--pe", "fourier"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'fourier'" in capsys.readouterr().err
