@@ -41,8 +41,11 @@ def test_evaluate_a_checkpoint_and_the_random_baseline(checkpoint, tmp_path, cap
     res = json.loads(out)
     assert res["cost"] <= res["initial_cost"] + 1e-9
     assert res["gap_percent"] > -1e-6       # PyVRP is at least as good on CVRP-8
-    code, out, _ = run(capsys, "evaluate", "--policy", "random", "--reference", "none", *common)
-    assert code == 0 and json.loads(out)["cost"] <= json.loads(out)["initial_cost"] + 1e-9
+    code, out, _ = run(capsys, "evaluate", "--policy", "random", "--reference", "none",
+                       "--init", "random", *common)
+    res = json.loads(out)
+    assert code == 0 and res["init"] == "random"
+    assert res["cost"] <= res["initial_cost"] + 1e-9
 
 
 def test_mismatched_checkpoints_and_bad_options_are_clear_errors(checkpoint, capsys):

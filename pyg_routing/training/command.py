@@ -61,6 +61,8 @@ def add_evaluate_parser(sub: Any) -> None:
     p.add_argument("--instances", type=int, default=256)
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--augment", type=int, default=8, help="symmetric copies (1..8)")
+    p.add_argument("--init", choices=("sweep", "nearest_neighbor", "random"), default="sweep",
+                   help="starting solutions (DACT trains from random ones)")
     p.add_argument("--seed", type=int, default=1234, help="test-set seed")
     p.add_argument("--any-size", action="store_true",
                    help="allow a problem size other than the one trained on")
@@ -140,12 +142,13 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
         policy = load_policy(args.checkpoint, expect_problem=args.problem)
     instances = make_generator(args.problem, args.num_customers, seed=args.seed).sample(
         args.instances)
-    result = improve(instances, policy, steps=args.steps, augment=args.augment,
+    result = improve(instances, policy, steps=args.steps, init=args.init, augment=args.augment,
                      generator=torch.Generator().manual_seed(args.seed))
     out: dict[str, Any] = {
         "policy": args.policy if policy is None else args.checkpoint,
         "problem": args.problem, "num_customers": args.num_customers,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
+        "init": args.init,
         "initial_cost": float(result.initial_cost.mean()),
         "cost": float(result.best_cost.mean()), "seconds": result.seconds}
     if args.reference == "pyvrp":
