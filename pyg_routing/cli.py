@@ -155,8 +155,9 @@ def cmd_info(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _read_meta(path: str) -> dict[str, Any]:
-    with open(path) as f:
-        return {"path": osp.splitext(path)[0] + ".pt", **json.load(f)}
+    from pyg_routing.data.dataset import load_summary
+
+    return {"path": osp.splitext(path)[0] + ".pt", **load_summary(path)}
 
 
 def _print_text(obj: Any, indent: int = 0) -> None:

@@ -8,8 +8,6 @@ benchmark best-known solutions) is not rejected by rounding noise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 from torch_geometric.utils import scatter
@@ -114,14 +112,3 @@ def service_start_times(edge_index: Tensor, depot_mask: Tensor, length: Tensor,
 
     start, _ = pointer_jump(parent, [a, c], compose, [float("-inf"), 0.0])
     return start
-
-
-@dataclass
-class Violation:
-    """One constraint violation, located by instance, route and node."""
-
-    kind: str
-    graph: int
-    route: int | None
-    node: int | None
-    message: str

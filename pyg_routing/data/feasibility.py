@@ -25,8 +25,8 @@ def _problems(data) -> list[Problem]:
     return [Problem.parse(p) for p in probs]
 
 
-def _masks(data, allow_zero_length: bool) -> list[tuple[str, Tensor, Tensor, str]]:
-    """(kind, offending node-or-route mask, graph of each entry, unit) tuples."""
+def _masks(data, allow_zero_length: bool) -> list[tuple[str, Tensor, Tensor]]:
+    """(kind, offending node/route/pair/graph mask, graph of each entry) triples."""
     probs = _problems(data)
     graph = data._graph_of_node()
     depot = data.depot_mask
@@ -34,27 +34,27 @@ def _masks(data, allow_zero_length: bool) -> list[tuple[str, Tensor, Tensor, str
     src, dst = data.edge_index
     rid, pos_in_route = data.route_id, data.route_pos
     num_graphs = len(probs)
-    out: list[tuple[str, Tensor, Tensor, str]] = []
+    out: list[tuple[str, Tensor, Tensor]] = []
 
     indeg = torch.bincount(dst[~depot[dst]], minlength=n)
     prize_problem = torch.tensor([p.has_prizes for p in probs], device=depot.device)
-    out.append(("twice", (indeg > 1) & ~depot, graph, "node"))
-    out.append(("missing", (indeg == 0) & ~depot & ~prize_problem[graph], graph, "node"))
+    out.append(("twice", (indeg > 1) & ~depot, graph))
+    out.append(("missing", (indeg == 0) & ~depot & ~prize_problem[graph], graph))
 
     route_graph = torch.zeros(int(data.num_routes.sum()), dtype=torch.long,
                               device=depot.device)
     route_graph[data.route_index[1]] = graph[data.route_index[0]]
     single = torch.tensor([p.single_route for p in probs], device=depot.device)
     too_many = single & (data.num_routes.reshape(-1) > 1)
-    out.append(("routes", too_many, torch.arange(num_graphs, device=depot.device), "graph"))
+    out.append(("routes", too_many, torch.arange(num_graphs, device=depot.device)))
     if not allow_zero_length:
-        out.append(("zero", (data.route_length == 0) & (rid >= 0), graph, "node"))
+        out.append(("zero", (data.route_length == 0) & (rid >= 0), graph))
 
     if "capacity" in data and "demand" in data:
         pairs = any(p.has_pairs for p in probs)
         load = route_loads(data.demand, rid, pos_in_route, route_graph.numel(), prefix=pairs)
         cap = data.capacity.reshape(-1).to(torch.float64)[route_graph]
-        out.append(("capacity", load > cap * (1 + 1e-9), route_graph, "route"))
+        out.append(("capacity", load > cap * (1 + 1e-9), route_graph))
 
     if "time_window" in data:
         raw = "raw_time_window" in data
@@ -64,18 +64,18 @@ def _masks(data, allow_zero_length: bool) -> list[tuple[str, Tensor, Tensor, str
         start = service_start_times(data.edge_index, depot, length, tw, st)
         tol = 1e-6 * max(1.0, float(tw.abs().max()))
         late = (start > tw[:, 1].to(torch.float64) + tol) & (rid >= 0)
-        out.append(("window", late, graph, "node"))
+        out.append(("window", late, graph))
         closing = ~depot[src] & depot[dst]
         back = (start[src] + st[src].to(torch.float64) + length.to(torch.float64)
                 > tw[dst, 1].to(torch.float64) + tol) & closing
         ret = torch.zeros(n, dtype=torch.bool, device=depot.device)
         ret[src[back]] = True
-        out.append(("return", ret, graph, "node"))
+        out.append(("return", ret, graph))
 
     if "pickup_delivery_index" in data:
         p, d = data.pickup_delivery_index
         bad = (rid[p] != rid[d]) | (pos_in_route[p] >= pos_in_route[d])
-        out.append(("precedence", bad, graph[p], "pair"))
+        out.append(("precedence", bad, graph[p]))
     return out
 
 
@@ -133,7 +133,7 @@ def find_violations(data, allow_zero_length: bool = False,
                     limit: int | None = None) -> list[RoutingError]:
     """Typed errors for violated constraints, first by kind, at most ``limit``."""
     errors: list[RoutingError] = []
-    for kind, mask, owner, _ in _masks(data, allow_zero_length):
+    for kind, mask, owner in _masks(data, allow_zero_length):
         for idx in torch.nonzero(mask).flatten().tolist():
             errors.append(_describe(data, kind, idx, int(owner[idx])))
             if limit is not None and len(errors) >= limit:
@@ -145,6 +145,6 @@ def feasible_mask(data, allow_zero_length: bool = False) -> Tensor:
     """``[num_graphs]`` bool: True where no constraint is violated."""
     num_graphs = data.num_graphs
     bad = torch.zeros(num_graphs, dtype=torch.long, device=data.pos.device)
-    for _, mask, owner, _ in _masks(data, allow_zero_length):
+    for _, mask, owner in _masks(data, allow_zero_length):
         bad = bad + scatter(mask.long(), owner, 0, dim_size=num_graphs, reduce="sum")
     return bad == 0

@@ -15,10 +15,6 @@ from pyg_routing.data.route_quantities import depot_angle, route_quantities
 from pyg_routing.data.validation import as_tensor, normalize_routes, validate_instance
 from pyg_routing.errors import InvalidInstanceError, NoSolutionError, where
 
-#: Node-level instance fields, copied verbatim into a solution.
-INSTANCE_KEYS = ("pos", "demand", "capacity", "time_window", "service_time", "prize",
-                 "pickup_delivery_index", "depot_angle", "raw_pos", "raw_time_window",
-                 "raw_service_time", "scale", "rounding", "problem", "name")
 #: Fields that describe a solution (recomputed whenever the routes change).
 SOLUTION_KEYS = ("edge_index", "route_index", "num_routes", "route_pos", "cum_dist",
                  "route_length")
