@@ -1,4 +1,5 @@
-"""The ``pyg-routing`` command line: ``generate``, ``solve`` and ``info``."""
+"""The ``pyg-routing`` command line: ``generate``, ``solve``, ``info``, ``probe``,
+``train``, ``evaluate`` and ``compare``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pyg_routing.training.command import (
     run_evaluate,
     run_train,
 )
+from pyg_routing.training.compare import add_compare_parser, render_markdown, run_compare
 
 PROBLEMS = ("tsp", "cvrp", "vrptw", "pcvrp", "pdtsp")
 
@@ -74,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_probe_parser(sub)
     add_train_parser(sub)
     add_evaluate_parser(sub)
+    add_compare_parser(sub)
     return parser
 
 
@@ -179,9 +182,11 @@ def _print_text(obj: Any, indent: int = 0) -> None:
 
 
 COMMANDS = {"generate": cmd_generate, "solve": cmd_solve, "info": cmd_info,
-            "probe": run_probe, "train": run_train, "evaluate": run_evaluate}
+            "probe": run_probe, "train": run_train, "evaluate": run_evaluate,
+            "compare": run_compare}
 #: Commands whose text output is a custom rendering of their result dict.
-RENDERERS = {"probe": render_probe}
+RENDERERS = {"probe": render_probe,
+             "compare": lambda r: f"{render_markdown(r)}\n\nwritten to {r['out']}/"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

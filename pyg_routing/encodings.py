@@ -38,29 +38,35 @@ class EncodingInfo:
     title: str
     learnable: bool
     description: str
+    family: str             # the paper's grouping in Tab. 2: NLP, Graph, Routing, Ours
 
 
 _INFO = [
-    EncodingInfo("none", "none", "NoPE", False, "no positional information"),
+    EncodingInfo("none", "none", "NoPE", False, "no positional information", "Baseline"),
     EncodingInfo("ape", "node", "APE", True,
-                 "learnable table indexed by the within-route position"),
-    EncodingInfo("sin", "node", "SIN", False, "Transformer sinusoid of the within-route index"),
+                 "learnable table indexed by the within-route position", "NLP"),
+    EncodingInfo("sin", "node", "SIN", False,
+                 "Transformer sinusoid of the within-route index", "NLP"),
     EncodingInfo("rope", "rotary", "RoPE", False,
-                 "queries/keys rotated by the within-route index"),
-    EncodingInfo("rpe", "bias", "RPE", True, "learned bias per clipped signed index offset"),
-    EncodingInfo("alibi", "bias", "ALiBi", False, "linear penalty m_h |i - j| per head"),
+                 "queries/keys rotated by the within-route index", "NLP"),
+    EncodingInfo("rpe", "bias", "RPE", True,
+                 "learned bias per clipped signed index offset", "NLP"),
+    EncodingInfo("alibi", "bias", "ALiBi", False, "linear penalty m_h |i - j| per head", "NLP"),
     EncodingInfo("lap", "node", "Laplacian PE", False,
-                 "8 smallest non-trivial Laplacian eigenvectors of the route graph"),
+                 "8 smallest non-trivial Laplacian eigenvectors of the route graph", "Graph"),
     EncodingInfo("rwse", "node", "RWSE", False,
-                 "random-walk return probabilities, 1..8 steps, on the route graph"),
-    EncodingInfo("spd", "bias", "SPD", True, "learned bias per route-graph hop distance"),
-    EncodingInfo("dact_cpe", "node", "DACT CPE", False, "DACT's cyclic positional encoding"),
+                 "random-walk return probabilities, 1..8 steps, on the route graph", "Graph"),
+    EncodingInfo("spd", "bias", "SPD", True, "learned bias per route-graph hop distance",
+                 "Graph"),
+    EncodingInfo("dact_cpe", "node", "DACT CPE", False, "DACT's cyclic positional encoding",
+                 "Routing"),
     EncodingInfo("cycleformer", "node", "CycleFormer PE", False,
-                 "CycleFormer's circular positional encoding"),
+                 "CycleFormer's circular positional encoding", "Routing"),
     EncodingInfo("ipe", "node", "IPE", False,
-                 "distance-indexed circular in-route encoding (ours)"),
-    EncodingInfo("xpe", "node", "XPE", False, "depot-anchored angle encoding (ours)"),
-    EncodingInfo("ipexpe", "node", "IPE + XPE", False, "IPE concatenated with XPE (ours)"),
+                 "distance-indexed circular in-route encoding (ours)", "Ours"),
+    EncodingInfo("xpe", "node", "XPE", False, "depot-anchored angle encoding (ours)", "Ours"),
+    EncodingInfo("ipexpe", "node", "IPE + XPE", False, "IPE concatenated with XPE (ours)",
+                 "Ours"),
 ]
 ENCODINGS: dict[str, EncodingInfo] = {e.name: e for e in _INFO}
 

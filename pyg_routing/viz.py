@@ -163,10 +163,39 @@ def plot_pe_distance(data: Data, pe: Tensor, ax: Axes | None = None,
     return ax
 
 
+def plot_training_curves(curves: dict[str, list[dict[str, float]]], ax: Axes | None = None,
+                         reference: float | None = None, title: str | None = None) -> Axes:
+    """Validation objective against training wall time, one line per run.
+
+    Args:
+        curves: run label -> points with keys ``seconds`` and ``cost`` (e.g.
+            :class:`~pyg_routing.training.callbacks.ValidationCurve.points`).
+        reference: mean reference objective of the validation set; when given the
+            y axis is the gap ``100 (cost / reference - 1)`` in percent.
+    """
+    ax = _new_axes(ax, (6.4, 4.4))
+    for label, points in curves.items():
+        if not points:
+            continue
+        t = np.array([p["seconds"] for p in points]) / 60.0
+        y = np.array([p["cost"] for p in points])
+        if reference is not None:
+            y = 100.0 * (y / reference - 1.0)
+        ax.plot(t, y, "-o", ms=2.5, lw=1.2, label=label)
+    ax.set_xlabel("training time (min)")
+    ax.set_ylabel("validation gap (%)" if reference is not None else "validation objective")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=7, ncol=2)
+    if title is not None:
+        ax.set_title(title)
+    return ax
+
+
 def _as_numpy(x: Tensor | np.ndarray) -> np.ndarray:
     if isinstance(x, Tensor):
         return x.detach().cpu().to(torch.float64).numpy()
     return np.asarray(x, dtype=np.float64)
 
 
-__all__ = ["node_order", "plot_encoding", "plot_pe_distance", "plot_solution"]
+__all__ = ["node_order", "plot_encoding", "plot_pe_distance", "plot_solution",
+           "plot_training_curves"]

@@ -61,3 +61,20 @@ def test_mismatched_checkpoints_and_bad_options_are_clear_errors(checkpoint, cap
         main(["train", "--pe", "fourier"])
     assert exc.value.code == 2
     assert "invalid choice: 'fourier'" in capsys.readouterr().err
+
+
+def test_train_command_runs_plain_ddp_on_two_cpu_processes(tmp_path):
+    """`--devices 2 --strategy ddp`: Lightning re-launches the same command as rank 1."""
+    import os
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "pyg_routing.cli", "train", "--problem", "tsp", "--pe", "ipe",
+            "--devices", "2", "--strategy", "ddp", "--out", str(tmp_path), *TINY]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tmp_path)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-3000:]
+    assert "GLOBAL_RANK: 1, MEMBER: 2/2" in log
+    assert list(tmp_path.rglob("last.ckpt"))

@@ -18,3 +18,15 @@ def test_pyg_pipeline_example_trains(tmp_path, capsys):
     losses = module["main"](str(tmp_path), steps=12)
     assert len(losses) == 12
     assert sum(losses[-3:]) < sum(losses[:3])          # the loss goes down
+
+
+def test_train_dact_cvrp_example_trains_and_evaluates(tmp_path, capsys):
+    module = runpy.run_path(str(EXAMPLES / "train_dact_cvrp.py"))
+    res = module["main"](str(tmp_path), epochs=1, num_customers=8, batch_size=4, t_train=4,
+                         batches_per_epoch=2, test_instances=4, steps=10, dim=16,
+                         num_layers=1, progress=False)
+    assert res["DACT + IPE+XPE"] <= res["initial"] + 1e-9
+    assert res["random moves"] <= res["initial"] + 1e-9
+    assert res["PyVRP"] <= min(res["DACT + IPE+XPE"], res["random moves"]) + 1e-6
+    assert list(tmp_path.rglob("*.ckpt"))
+    assert "gap" in capsys.readouterr().out

@@ -99,7 +99,9 @@ def improve(instances: RoutingInstances, policy: nn.Module | None = None, steps:
         augment: number of symmetric copies (1..8) run together; the best
             solution over the copies is returned.
         greedy: argmax moves instead of sampling (policy only).
-        generator: RNG of the sampling (and of ``init="random"``).
+        generator: RNG of the sampling and of ``init="random"`` (a CPU generator
+            works on every device: the policy then samples from a device
+            generator seeded from it).
 
     Returns:
         :class:`ImproveResult` with the best routes and costs per instance.
@@ -108,6 +110,11 @@ def improve(instances: RoutingInstances, policy: nn.Module | None = None, steps:
     base = reset(instances, init=init, generator=generator)
     b = len(base)
     state = augment_state(base, augment) if augment != 1 else base
+    sample_gen = generator
+    if generator is not None and policy is not None and generator.device != state.pos.device:
+        # init draws on the CPU generator; the policy samples on the state's device
+        seed = int(torch.randint(2**62, (1,), generator=generator))
+        sample_gen = torch.Generator(device=state.pos.device).manual_seed(seed)
     was_training = policy.training if policy is not None else False
     if policy is not None:
         policy.eval()
@@ -117,7 +124,7 @@ def improve(instances: RoutingInstances, policy: nn.Module | None = None, steps:
                 if policy is None:
                     action = random_action(state, generator=generator)
                 else:
-                    action = _policy_action(policy, state, greedy, generator)
+                    action = _policy_action(policy, state, greedy, sample_gen)
                 state, _ = step(state, action)
     finally:
         if policy is not None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from pyg_routing import encodings
+from pyg_routing.training.fit import add_training_options, fit_dact
 
 PROBLEMS = ("tsp", "cvrp", "vrptw")
 
@@ -24,26 +23,10 @@ def add_train_parser(sub: Any) -> None:
     p.add_argument("--num-customers", type=int, default=20)
     p.add_argument("--pe", choices=list(encodings.available()), default="ipexpe",
                    help="positional encoding")
-    p.add_argument("--dim", type=int, default=64, help="model width")
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--layers", type=int, default=3)
-    p.add_argument("--pe-dim", type=int, default=32, help="width of node encodings")
-    p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--t-train", type=int, default=200, help="environment steps per batch")
-    p.add_argument("--n-step", type=int, default=4, help="PPO n-step length")
-    p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--batches-per-epoch", type=int, default=20)
-    p.add_argument("--val-size", type=int, default=256)
-    p.add_argument("--val-steps", type=int, default=200)
-    p.add_argument("--seed", type=int, default=0)
+    add_training_options(p)
     p.add_argument("--max-minutes", type=float, default=None, help="stop training after this")
-    p.add_argument("--accelerator", default="auto", help="lightning accelerator")
-    p.add_argument("--devices", default="1", help="number of devices (or 'auto')")
-    p.add_argument("--strategy", default="auto", help="lightning strategy, e.g. ddp")
-    p.add_argument("--precision", default="32-true", help="e.g. 32-true, bf16-mixed, 16-mixed")
     p.add_argument("--out", default="runs", help="folder for checkpoints and logs")
     p.add_argument("--resume", default=None, help="checkpoint to resume from")
-    p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
@@ -72,55 +55,9 @@ def add_evaluate_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
-def _devices(value: str, accelerator: str) -> int | str:
-    """Parse ``--devices`` and refuse more devices than this machine has."""
-    if value == "auto":
-        return value
-    count = int(value)
-    if count < 1:
-        raise ValueError(f"--devices must be >= 1, got {count}")
-    use_gpu = accelerator in ("gpu", "cuda") or (accelerator == "auto"
-                                                 and torch.cuda.is_available())
-    have = torch.cuda.device_count() if use_gpu else (os.cpu_count() or 1)
-    kind = "GPU" if use_gpu else "CPU core"
-    if count > have:
-        raise ValueError(f"--devices {count} asks for more than the {have} {kind}(s) "
-                         f"available here")
-    return count
-
-
 def run_train(args: argparse.Namespace) -> dict[str, Any]:
-    import lightning as L
-    from lightning.pytorch.callbacks import ModelCheckpoint
-    from lightning.pytorch.loggers import CSVLogger
-
-    from pyg_routing.training.datamodule import RoutingDataModule
-    from pyg_routing.training.ppo import DACTLightning
-
-    devices = _devices(args.devices, args.accelerator)
     out = Path(args.out) / f"{args.backbone}_{args.problem}{args.num_customers}_{args.pe}"
-    model = DACTLightning(problem=args.problem, num_customers=args.num_customers, pe=args.pe,
-                          dim=args.dim, heads=args.heads, num_layers=args.layers,
-                          pe_dim=args.pe_dim, batch_size=args.batch_size,
-                          t_train=args.t_train, n_step=args.n_step, val_steps=args.val_steps,
-                          seed=args.seed)
-    data = RoutingDataModule(args.problem, args.num_customers, batch_size=args.batch_size,
-                             batches_per_epoch=args.batches_per_epoch, val_size=args.val_size,
-                             seed=args.seed)
-    checkpoint = ModelCheckpoint(dirpath=out / "checkpoints", save_last=True)
-    trainer = L.Trainer(
-        max_epochs=args.epochs, accelerator=args.accelerator, devices=devices,
-        strategy=args.strategy, precision=args.precision, default_root_dir=out,
-        logger=CSVLogger(out, name="logs"), callbacks=[checkpoint],
-        max_time=None if args.max_minutes is None else {"minutes": args.max_minutes},
-        log_every_n_steps=max(1, min(50, args.batches_per_epoch)),
-        enable_progress_bar=not args.no_progress)
-    start = time.perf_counter()
-    trainer.fit(model, data, ckpt_path=args.resume)
-    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    return {"checkpoint": checkpoint.last_model_path, "epochs": trainer.current_epoch,
-            "global_step": trainer.global_step, "seconds": time.perf_counter() - start,
-            "metrics": metrics}
+    return fit_dact(args, args.pe, out, max_minutes=args.max_minutes, resume=args.resume)
 
 
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
@@ -152,12 +89,10 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "initial_cost": float(result.initial_cost.mean()),
         "cost": float(result.best_cost.mean()), "seconds": result.seconds}
     if args.reference == "pyvrp":
-        from pyg_routing.data.dataset import RoutingDataset
+        from pyg_routing.training.compare import reference_costs
 
-        ref = RoutingDataset(args.root, args.problem, args.num_customers, args.instances,
-                             seed=args.seed, solver="pyvrp", time_limit=args.time_limit,
-                             progress=False)
-        ref_cost = torch.stack([d.cost() for d in ref]).double()
+        ref_cost = reference_costs(args.problem, args.num_customers, args.instances, args.seed,
+                                   args.time_limit, args.root)
         gap = (result.best_cost.double() - ref_cost) / ref_cost
         out.update(reference_cost=float(ref_cost.mean()), gap_percent=float(100 * gap.mean()))
     return out

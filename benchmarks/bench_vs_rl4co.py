@@ -1,0 +1,143 @@
+"""DACT on TSP-50 (embed 64, 3 layers, 4 heads, batch 64): our batched policy and
+2-opt environment against rl4co 0.7.0's ``DACT`` in the same run.
+
+* inference: instance-steps per second of a sampling rollout (policy + env step);
+* training: instance-steps per second of n-step PPO (``T_train`` steps in chunks of
+  ``n_step``, ``K = 3`` updates per chunk), timed per training batch by a Lightning
+  callback, so the Trainer's setup is not counted;
+* CVRP-50 inference for ours alone (rl4co has no CVRP improvement environment).
+
+Needs the optional ``bench`` extra (``pip install -e ".[bench]" -c
+benchmarks/constraints.txt``); without rl4co only our numbers are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import lightning as L
+import torch
+
+from pyg_routing.data.generators import make_generator
+from pyg_routing.envs import improve
+from pyg_routing.models import DACTPolicy
+from pyg_routing.training import DACTLightning, RoutingDataModule
+
+
+class BatchTimer(L.Callback):
+    """Wall time of every training batch."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def on_train_batch_start(self, *args: object) -> None:
+        self._t = time.perf_counter()
+
+    def on_train_batch_end(self, *args: object) -> None:
+        self.times.append(time.perf_counter() - self._t)
+
+
+def trainer(timer: BatchTimer, batches: int) -> L.Trainer:
+    return L.Trainer(max_epochs=1, limit_train_batches=batches, limit_val_batches=0,
+                     num_sanity_val_steps=0, logger=False, enable_checkpointing=False,
+                     enable_progress_bar=False, enable_model_summary=False, callbacks=[timer],
+                     accelerator="cpu")
+
+
+def per_second(times: list[float], inst_steps: int) -> float:
+    """Instance-steps per second from the median batch time (first batch = warm-up)."""
+    times = sorted(times[1:] or times)
+    return inst_steps / times[len(times) // 2]
+
+
+def ours_inference(problem: str, n: int, b: int, steps: int, pe: str) -> float:
+    policy = DACTPolicy.build(problem, pe=pe, dim=64, heads=4, num_layers=3)
+    inst = make_generator(problem, n, seed=0).sample(b)
+    improve(inst, policy, steps=2, init="random")                   # warm-up
+    res = improve(inst, policy, steps=steps, init="random",
+                  generator=torch.Generator().manual_seed(0))
+    return b * steps / res.seconds
+
+
+def ours_training(n: int, b: int, t_train: int, n_step: int, batches: int, pe: str) -> float:
+    model = DACTLightning("tsp", n, pe=pe, dim=64, heads=4, num_layers=3, batch_size=b,
+                          t_train=t_train, n_step=n_step, warm_up=0)
+    data = RoutingDataModule("tsp", n, batch_size=b, batches_per_epoch=batches, val_size=b)
+    timer = BatchTimer()
+    trainer(timer, batches).fit(model, data)
+    return per_second(timer.times, b * t_train)
+
+
+def rl4co_models(n: int, b: int, t_train: int, n_step: int, batches: int):
+    from rl4co.envs.routing import TSPkoptEnv
+    from rl4co.models import DACT
+
+    env = TSPkoptEnv(generator_params={"num_loc": n})
+    model = DACT(env, policy_kwargs={"embed_dim": 64, "num_encoder_layers": 3, "num_heads": 4},
+                 batch_size=b, train_data_size=b * batches, val_data_size=b, T_train=t_train,
+                 n_step=n_step, T_test=1)
+    return env, model
+
+
+def rl4co_inference(n: int, b: int, steps: int) -> float:
+    env, model = rl4co_models(n, b, 4, 4, 1)
+    policy = model.policy.eval()
+    td = env.reset(batch_size=[b])
+    with torch.no_grad():
+        for _ in range(2):                                           # warm-up
+            policy(td, env, phase="test")
+            env.step(td)
+        start = time.perf_counter()
+        for _ in range(steps):
+            policy(td, env, phase="test")
+            env.step(td)
+    return b * steps / (time.perf_counter() - start)
+
+
+def rl4co_training(n: int, b: int, t_train: int, n_step: int, batches: int) -> float:
+    _, model = rl4co_models(n, b, t_train, n_step, batches)
+    timer = BatchTimer()
+    trainer(timer, batches).fit(model)
+    return per_second(timer.times, b * t_train)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--customers", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=20, help="inference steps timed")
+    parser.add_argument("--t-train", type=int, default=20)
+    parser.add_argument("--n-step", type=int, default=4)
+    parser.add_argument("--batches", type=int, default=3, help="training batches (1st = warm-up)")
+    parser.add_argument("--pe", default="ipexpe", help="our encoding (dact_cpe = DACT's own)")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    n, b = args.customers, args.batch
+    try:
+        import rl4co  # noqa: F401
+        have_rl4co = True
+    except ImportError:
+        have_rl4co = False
+        print("rl4co is not installed: pip install -e '.[bench]' -c benchmarks/constraints.txt")
+
+    rows = [("inference TSP", ours_inference("tsp", n, b, args.steps, args.pe),
+             rl4co_inference(n, b, args.steps) if have_rl4co else None),
+            ("training TSP", ours_training(n, b, args.t_train, args.n_step, args.batches,
+                                           args.pe),
+             rl4co_training(n, b, args.t_train, args.n_step, args.batches)
+             if have_rl4co else None),
+            ("inference CVRP", ours_inference("cvrp", n, b, args.steps, args.pe), None)]
+    print(f"DACT, {n} customers, batch {b}, embed 64, 3 layers, pe={args.pe}; "
+          f"training T_train={args.t_train}, n_step={args.n_step}, K=3")
+    print(f"{'':16s} {'ours inst-steps/s':>18s} {'rl4co inst-steps/s':>19s} {'ratio':>7s}")
+    for name, ours, ref in rows:
+        ref_s = "-" if ref is None else f"{ref:.0f}"
+        ratio = "-" if ref is None else f"{ours / ref:.1f}x"
+        print(f"{name:16s} {ours:18.0f} {ref_s:>19s} {ratio:>7s}")
+
+
+if __name__ == "__main__":
+    main()

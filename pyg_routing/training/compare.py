@@ -1,0 +1,230 @@
+"""``pyg-routing compare``: the paper's controlled comparison (Tab. 2) for one setting.
+
+Every encoding gets the same treatment: the same training seed and therefore the
+same training batches (``RoutingDataModule``), the same model and PPO options, the
+same budget (``--budget-minutes`` of wall time and/or ``--epochs``), then the same
+search on the same held-out instances (same initial solutions, steps and
+augmentation). Only ``pe`` differs. A random-move policy and the PyVRP reference
+are added as rows. Results go to ``<out>/compare_<backbone>_<problem><n>/``:
+``table.csv``, ``table.md``, ``curves.csv`` and ``gap_vs_time.png`` (validation gap
+against training time per encoding), rewritten after every encoding so an
+interrupted run keeps what it finished.
+
+Gaps are the paper's: the relative gap of the MEAN objective to the mean
+reference objective (Tab. 2: 17.42 / 15.58 - 1 = 11.81 %); the mean of
+per-instance gaps is in the CSV too. A wall-time budget is only fair when the
+machine is otherwise idle; ``--epochs`` alone gives a load-independent budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pyg_routing import encodings
+from pyg_routing.training.fit import VAL_SEED_OFFSET, add_training_options, fit_dact
+
+PROBLEMS = ("tsp", "cvrp", "vrptw")
+#: CSV columns, in order.
+COLUMNS = ("encoding", "method", "family", "objective", "gap_percent", "instance_gap_percent",
+           "initial_objective", "train_seconds", "epochs", "optimizer_steps", "eval_seconds",
+           "paper_objective", "paper_gap_percent", "checkpoint")
+
+
+def parse_encodings(value: str) -> list[str]:
+    """``"all"`` -> the 14 encodings and ``none`` in the paper's order; otherwise a
+    comma-separated list of registry names (``ValueError`` lists the valid ones)."""
+    names = list(encodings.available())
+    if value.strip().lower() == "all":
+        return names
+    out: list[str] = []
+    for item in value.split(","):
+        key = encodings.info(item.strip()).name      # raises with the valid names
+        if key not in out:
+            out.append(key)
+    return out
+
+
+def add_compare_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare", help="train one model per encoding and compare them (paper Tab. 2)",
+        description="Train one DACT policy per encoding with identical budget, seed, data "
+                    "and search; print the objective and gap to PyVRP per encoding (plus "
+                    "No PE and random moves) and write CSV, Markdown and a plot of gap "
+                    "against training time.")
+    p.add_argument("--backbone", choices=("dact",), default="dact", help="improvement backbone")
+    p.add_argument("--problem", choices=PROBLEMS, default="cvrp")
+    p.add_argument("--num-customers", type=int, default=20)
+    p.add_argument("--pe", default="all",
+                   help="'all' or a comma-separated list of: " + ", ".join(encodings.available()))
+    p.add_argument("--budget-minutes", type=float, default=None,
+                   help="training wall time per encoding (validation included)")
+    # CPU-sized PPO defaults: DACT's 512 x 200 steps per batch take minutes on 2 cores.
+    add_training_options(p, batch_size=64, t_train=40, batches_per_epoch=5, val_size=64,
+                         val_steps=100)
+    p.set_defaults(epochs=1000)
+    p.add_argument("--instances", type=int, default=256, help="held-out test instances")
+    p.add_argument("--steps", type=int, default=500, help="improvement steps at test time")
+    p.add_argument("--augment", type=int, default=1, help="symmetric copies at test (1..8)")
+    p.add_argument("--init", choices=("random", "sweep", "nearest_neighbor"), default="random",
+                   help="initial test solutions (training starts from random ones)")
+    p.add_argument("--test-seed", type=int, default=1234, help="seed of the test instances")
+    p.add_argument("--reference", choices=("pyvrp", "none"), default="pyvrp")
+    p.add_argument("--time-limit", type=float, default=0.2, help="PyVRP seconds per instance")
+    p.add_argument("--root", default="data", help="dataset cache for the references")
+    p.add_argument("--no-random", action="store_true", help="skip the random-move row")
+    p.add_argument("--out", default="runs", help="folder for models, tables and the plot")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+
+
+def reference_costs(problem: str, num_customers: int, count: int, seed: int,
+                    time_limit: float, root: str) -> torch.Tensor:
+    """``[count]`` PyVRP costs of ``make_generator(problem, n, seed).sample(count)``,
+    solved once and cached under ``root`` (a :class:`RoutingDataset`)."""
+    from pyg_routing.data.dataset import RoutingDataset
+
+    ref = RoutingDataset(root, problem, num_customers, count, seed=seed, solver="pyvrp",
+                         time_limit=time_limit, progress=False)
+    return torch.stack([d.cost() for d in ref]).double()
+
+
+def _device(args: argparse.Namespace) -> torch.device:
+    gpu = args.accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available()
+    return torch.device("cuda" if gpu else "cpu")
+
+
+def _search(args: argparse.Namespace, policy: Any, reference: torch.Tensor | None
+            ) -> dict[str, Any]:
+    """The common test-time search: same instances, initial solutions and steps."""
+    from pyg_routing.data.generators import make_generator
+    from pyg_routing.envs.rollout import improve
+
+    device = _device(args)
+    # sampled on the CPU: the same instances as the cached reference on every device
+    inst = make_generator(args.problem, args.num_customers, seed=args.test_seed).sample(
+        args.instances).to(device)
+    if policy is not None:
+        policy = policy.to(device)
+    gen = torch.Generator().manual_seed(args.test_seed)
+    res = improve(inst, policy, steps=args.steps, init=args.init, augment=args.augment,
+                  generator=gen)
+    cost = res.best_cost.double().cpu()
+    row: dict[str, Any] = {"objective": float(cost.mean()),
+                           "initial_objective": float(res.initial_cost.double().mean()),
+                           "eval_seconds": res.seconds}
+    if reference is not None:
+        row["gap_percent"] = float(100 * (cost.mean() / reference.mean() - 1))
+        row["instance_gap_percent"] = float(100 * (cost / reference - 1).mean())
+    return row
+
+
+def run_compare(args: argparse.Namespace) -> dict[str, Any]:
+    """Train and evaluate every encoding of ``--pe``; returns the table as rows."""
+    from pyg_routing.probes.paper_values import MAIN_COMPARISON, paper_problem_key
+    from pyg_routing.training.callbacks import ValidationCurve
+    from pyg_routing.training.ppo import load_policy
+
+    names = parse_encodings(args.pe)
+    if args.budget_minutes is not None and args.budget_minutes <= 0:
+        raise ValueError(f"--budget-minutes must be > 0, got {args.budget_minutes}")
+    setting = paper_problem_key(args.problem, args.num_customers)
+    paper = MAIN_COMPARISON.get(setting, {})
+    out = Path(args.out) / f"compare_{args.backbone}_{args.problem}{args.num_customers}"
+    out.mkdir(parents=True, exist_ok=True)
+    test_ref = val_ref = None
+    if args.reference == "pyvrp":
+        test_ref = reference_costs(args.problem, args.num_customers, args.instances,
+                                   args.test_seed, args.time_limit, args.root)
+        val_ref = reference_costs(args.problem, args.num_customers, args.val_size,
+                                  args.seed + VAL_SEED_OFFSET, args.time_limit, args.root)
+    result: dict[str, Any] = {
+        "setting": setting, "backbone": args.backbone, "out": str(out),
+        "budget_minutes": args.budget_minutes, "max_epochs": args.epochs,
+        "instances": args.instances, "steps": args.steps, "augment": args.augment,
+        "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
+        "reference_objective": None if test_ref is None else float(test_ref.mean()),
+        "validation_reference": None if val_ref is None else float(val_ref.mean())}
+    if test_ref is not None:
+        ref = paper.get("reference", (None, None))
+        result["rows"].append({"encoding": "reference", "method": "PyVRP (HGS)",
+                               "family": "Reference", "objective": float(test_ref.mean()),
+                               "paper_objective": ref[0]})
+    if not args.no_random:
+        result["rows"].append({"encoding": "random", "method": "Random moves",
+                               "family": "Baseline", **_search(args, None, test_ref)})
+    for name in names:
+        info = encodings.info(name)
+        curve = ValidationCurve()
+        fit = fit_dact(args, name, out / name, max_minutes=args.budget_minutes,
+                       callbacks=[curve])
+        policy = load_policy(fit["checkpoint"], expect_problem=args.problem, expect_pe=name)
+        row = {"encoding": name, "method": info.title, "family": info.family,
+               **_search(args, policy, test_ref), "train_seconds": fit["seconds"],
+               "epochs": fit["epochs"], "optimizer_steps": fit["global_step"],
+               "checkpoint": fit["checkpoint"]}
+        if name in paper:
+            row["paper_objective"], row["paper_gap_percent"] = paper[name]
+        result["rows"].append(row)
+        result["rows"].sort(key=_row_order)           # the paper's order, whatever --pe says
+        result["curves"][info.title] = curve.points
+        write_outputs(result, out)
+    write_outputs(result, out)
+    return result
+
+
+def _row_order(row: dict[str, Any]) -> int:
+    order = ["reference", "random", *encodings.available()]
+    return order.index(row["encoding"])
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    """The comparison as a Markdown table (the paper's columns when it has the setting)."""
+    paper = result.get("paper_setting", False)
+    head = ["", "PE method", "Obj.", "Gap", "train min", "epochs"]
+    if paper:
+        head += ["paper Obj.", "paper Gap"]
+    lines = [f"**{result['setting']}**, DACT backbone — {result['instances']} test instances, "
+             f"T = {result['steps']}, {result['init']} initial solutions, "
+             f"augment {result['augment']}, budget "
+             f"{result['budget_minutes'] or '-'} min / ≤ {result['max_epochs']} epochs",
+             "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def fmt(v: Any, spec: str, suffix: str = "") -> str:
+        return "-" if v is None else f"{v:{spec}}{suffix}"
+
+    for r in result["rows"]:
+        cells = [r.get("family", ""), r["method"], fmt(r.get("objective"), ".3f"),
+                 fmt(r.get("gap_percent"), ".2f", "%"),
+                 fmt(None if r.get("train_seconds") is None else r["train_seconds"] / 60, ".1f"),
+                 fmt(r.get("epochs"), "d")]
+        if paper:
+            cells += [fmt(r.get("paper_objective"), ".2f"),
+                      fmt(r.get("paper_gap_percent"), ".2f", "%")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_outputs(result: dict[str, Any], out: Path) -> None:
+    """``table.csv``, ``table.md``, ``curves.csv``, ``result.json``, ``gap_vs_time.png``."""
+    with open(out / "table.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(result["rows"])
+    (out / "table.md").write_text(render_markdown(result) + "\n")
+    with open(out / "curves.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["method", "seconds", "epoch", "step", "cost"])
+        for method, points in result["curves"].items():
+            for p in points:
+                w.writerow([method, p["seconds"], int(p["epoch"]), int(p["step"]), p["cost"]])
+    (out / "result.json").write_text(json.dumps(result, indent=2))
+    from pyg_routing.viz import plot_training_curves
+
+    ax = plot_training_curves(result["curves"], reference=result.get("validation_reference"),
+                              title=f"{result['setting']}: validation during training")
+    ax.figure.savefig(out / "gap_vs_time.png", dpi=130)

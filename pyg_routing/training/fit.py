@@ -1,0 +1,106 @@
+"""One DACT training run with Lightning, shared by ``pyg-routing train`` and ``compare``.
+
+:func:`add_training_options` declares the model, PPO and Trainer options on an
+argparse parser; :func:`fit_dact` turns such options into a
+:class:`~pyg_routing.training.ppo.DACTLightning`, a
+:class:`~pyg_routing.training.datamodule.RoutingDataModule` and a ``lightning.Trainer``
+(CSV logs and ``last.ckpt`` under ``out``) and fits them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+#: Validation instances use this seed offset from the training seed (disjoint seeds).
+VAL_SEED_OFFSET = 10**9
+
+
+def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
+                         t_train: int = 200, batches_per_epoch: int = 20, val_size: int = 256,
+                         val_steps: int = 200) -> None:
+    """Model, PPO and ``lightning.Trainer`` options (defaults: DACT's, scaled where given)."""
+    p.add_argument("--dim", type=int, default=64, help="model width")
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--pe-dim", type=int, default=32, help="width of node encodings")
+    p.add_argument("--batch-size", type=int, default=batch_size)
+    p.add_argument("--t-train", type=int, default=t_train, help="environment steps per batch")
+    p.add_argument("--n-step", type=int, default=4, help="PPO n-step length")
+    p.add_argument("--epochs", type=int, default=100, help="maximum number of epochs")
+    p.add_argument("--batches-per-epoch", type=int, default=batches_per_epoch)
+    p.add_argument("--val-size", type=int, default=val_size)
+    p.add_argument("--val-steps", type=int, default=val_steps)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--accelerator", default="auto", help="lightning accelerator")
+    p.add_argument("--devices", default="1", help="number of devices (or 'auto')")
+    p.add_argument("--strategy", default="auto", help="lightning strategy, e.g. ddp")
+    p.add_argument("--precision", default="32-true", help="e.g. 32-true, bf16-mixed, 16-mixed")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def parse_devices(value: str, accelerator: str) -> int | str:
+    """Parse ``--devices`` and refuse more devices than this machine has."""
+    if value == "auto":
+        return value
+    count = int(value)
+    if count < 1:
+        raise ValueError(f"--devices must be >= 1, got {count}")
+    use_gpu = accelerator in ("gpu", "cuda") or (accelerator == "auto"
+                                                 and torch.cuda.is_available())
+    have = torch.cuda.device_count() if use_gpu else (os.cpu_count() or 1)
+    kind = "GPU" if use_gpu else "CPU core"
+    if count > have:
+        raise ValueError(f"--devices {count} asks for more than the {have} {kind}(s) "
+                         f"available here")
+    return count
+
+
+def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float | None = None,
+             resume: str | None = None, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
+    """Train one DACT policy with encoding ``pe`` as ``args`` (see
+    :func:`add_training_options`) say; logs and checkpoints go to ``out``.
+
+    Returns:
+        ``checkpoint`` (path of ``last.ckpt``), ``epochs``, ``global_step``,
+        ``seconds`` (wall time of ``fit``) and the last logged ``metrics``.
+    """
+    import lightning as L
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.loggers import CSVLogger
+
+    from pyg_routing.training.datamodule import RoutingDataModule
+    from pyg_routing.training.ppo import DACTLightning
+
+    devices = parse_devices(args.devices, args.accelerator)
+    model = DACTLightning(problem=args.problem, num_customers=args.num_customers, pe=pe,
+                          dim=args.dim, heads=args.heads, num_layers=args.layers,
+                          pe_dim=args.pe_dim, batch_size=args.batch_size,
+                          t_train=args.t_train, n_step=args.n_step, val_steps=args.val_steps,
+                          seed=args.seed)
+    # One validation batch holding the whole set: it is then exactly the instances of
+    # ``RoutingDataset(..., num_instances=val_size, seed=seed + VAL_SEED_OFFSET)``.
+    data = RoutingDataModule(args.problem, args.num_customers, batch_size=args.batch_size,
+                             batches_per_epoch=args.batches_per_epoch, val_size=args.val_size,
+                             val_batch_size=args.val_size, seed=args.seed,
+                             val_seed=args.seed + VAL_SEED_OFFSET)
+    checkpoint = ModelCheckpoint(dirpath=out / "checkpoints", save_last=True)
+    trainer = L.Trainer(
+        max_epochs=args.epochs, accelerator=args.accelerator, devices=devices,
+        strategy=args.strategy, precision=args.precision, default_root_dir=out,
+        logger=CSVLogger(out, name="logs"), callbacks=[checkpoint, *callbacks],
+        max_time=None if max_minutes is None else {"seconds": 60.0 * max_minutes},
+        log_every_n_steps=max(1, min(50, args.batches_per_epoch)),
+        enable_progress_bar=not args.no_progress, enable_model_summary=not args.no_progress)
+    start = time.perf_counter()
+    trainer.fit(model, data, ckpt_path=resume)
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    return {"checkpoint": checkpoint.last_model_path, "epochs": trainer.current_epoch,
+            "global_step": trainer.global_step, "seconds": time.perf_counter() - start,
+            "metrics": metrics}

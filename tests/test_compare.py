@@ -1,0 +1,81 @@
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from pyg_routing import encodings
+from pyg_routing.cli import main
+from pyg_routing.training.compare import parse_encodings, render_markdown
+
+TINY = ["--num-customers", "8", "--dim", "16", "--layers", "1", "--heads", "2", "--pe-dim", "8",
+        "--batch-size", "4", "--t-train", "4", "--n-step", "2", "--batches-per-epoch", "2",
+        "--val-size", "4", "--val-steps", "3", "--instances", "6", "--steps", "8",
+        "--accelerator", "cpu", "--no-progress", "--json"]
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    out = tmp_path_factory.mktemp("compare")
+    argv = ["compare", "--problem", "cvrp", "--pe", "spd,none,ipexpe", "--epochs", "50",
+            "--budget-minutes", "0.05", "--time-limit", "0.1", "--root", str(out / "data"),
+            "--out", str(out), *TINY]
+    assert main(argv) == 0
+    return out / "compare_dact_cvrp8"
+
+
+def test_compare_trains_every_encoding_under_one_budget_and_one_search(compared):
+    res = json.loads((compared / "result.json").read_text())
+    rows = res["rows"]
+    # the paper's order whatever --pe said: reference, random moves, No PE, ..., IPE + XPE
+    assert [r["encoding"] for r in rows] == ["reference", "random", "none", "spd", "ipexpe"]
+    ref = rows[0]["objective"]
+    searched = rows[1:]
+    # identical search: the same test instances and initial solutions for every row
+    assert len({round(r["initial_objective"], 9) for r in searched}) == 1
+    for r in searched:
+        assert r["objective"] <= r["initial_objective"] + 1e-9
+        assert r["gap_percent"] == pytest.approx(100 * (r["objective"] / ref - 1))
+        assert r["gap_percent"] > -1e-6             # PyVRP is optimal-ish on CVRP-8
+    for r in rows[2:]:
+        assert Path(r["checkpoint"]).exists()
+        # the 3-second budget stopped training long before 50 epochs
+        assert r["epochs"] < 50 and r["train_seconds"] < 60
+    assert set(res["curves"]) == {"NoPE", "SPD", "IPE + XPE"}
+    for points in res["curves"].values():
+        assert points[0]["seconds"] == 0.0 and len(points) >= 2
+        assert all(a["seconds"] < b["seconds"] for a, b in zip(points, points[1:]))
+
+
+def test_compare_writes_csv_markdown_and_plot(compared):
+    with open(compared / "table.csv") as f:
+        table = list(csv.DictReader(f))
+    assert [r["method"] for r in table] == ["PyVRP (HGS)", "Random moves", "NoPE", "SPD",
+                                            "IPE + XPE"]
+    md = (compared / "table.md").read_text()
+    assert "| Ours | IPE + XPE |" in md and "paper" not in md.split("\n")[2]
+    assert (compared / "gap_vs_time.png").stat().st_size > 1000
+    with open(compared / "curves.csv") as f:
+        assert {r["method"] for r in csv.DictReader(f)} == {"NoPE", "SPD", "IPE + XPE"}
+
+
+def test_parse_encodings_and_bad_options(capsys):
+    assert parse_encodings("all") == list(encodings.available())
+    assert len(parse_encodings("all")) == 14
+    assert parse_encodings("IPEXPE, none,ipexpe") == ["ipexpe", "none"]
+    code = main(["compare", "--pe", "ipexpe,fourier", *TINY])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown encoding 'fourier'" in err and "cycleformer" in err
+    code = main(["compare", "--pe", "none", "--budget-minutes", "0", *TINY])
+    assert code == 2 and "--budget-minutes must be > 0" in capsys.readouterr().err
+
+
+def test_markdown_prints_the_paper_columns_for_a_paper_setting():
+    result = {"setting": "CVRP-100", "instances": 2, "steps": 3, "init": "random",
+              "augment": 1, "budget_minutes": None, "max_epochs": 1, "paper_setting": True,
+              "rows": [{"encoding": "ipexpe", "method": "IPE + XPE", "family": "Ours",
+                        "objective": 15.9, "gap_percent": 2.0, "train_seconds": 60.0,
+                        "epochs": 1, "paper_objective": 15.76, "paper_gap_percent": 1.16}]}
+    md = render_markdown(result)
+    assert "paper Obj." in md
+    assert "| Ours | IPE + XPE | 15.900 | 2.00% | 1.0 | 1 | 15.76 | 1.16% |" in md
