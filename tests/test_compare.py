@@ -79,3 +79,14 @@ def test_markdown_prints_the_paper_columns_for_a_paper_setting():
     md = render_markdown(result)
     assert "paper Obj." in md
     assert "| Ours | IPE + XPE | 15.900 | 2.00% | 1.0 | 1 | 15.76 | 1.16% |" in md
+
+
+def test_compare_on_vrptw_starts_from_nearest_neighbour_solutions(tmp_path):
+    argv = ["compare", "--problem", "vrptw", "--pe", "xpe", "--epochs", "1", "--reference",
+            "none", "--no-random", "--root", str(tmp_path / "data"), "--out", str(tmp_path),
+            *TINY]
+    assert main(argv) == 0
+    res = json.loads((tmp_path / "compare_dact_vrptw8" / "result.json").read_text())
+    assert res["init"] == "nearest_neighbor"
+    (row,) = res["rows"]
+    assert row["encoding"] == "xpe" and row["objective"] <= row["initial_objective"] + 1e-9

@@ -1,4 +1,4 @@
-"""DACT-style 2-opt improvement environment for TSP, CVRP (and small VRPTW).
+"""DACT-style 2-opt improvement environment for TSP, CVRP and VRPTW.
 
 Formulation (Ma et al., DACT, NeurIPS 2021): a CVRP solution is ONE giant cycle
 through the customers and ``K`` depot copies ("dummy depots"); each copy opens a
@@ -11,10 +11,13 @@ exchange of route tails (see :func:`action_mask` for the capacity test).
 Everything per step is a fixed number of ``[B, M]`` (``[B, M, M]`` for the mask)
 tensor ops: no Python loop over nodes or instances. ``M = K + N - 1``.
 
-VRPTW: the capacity mask plus a brute-force time-window mask (every move applied,
-arrival times by an ``O(log M)`` max-plus scan), exact but ``O(M^3 log M)`` per
-instance, so only for ``M <= TW_MAX_NODES``; larger instances raise
-``NotImplementedError`` in :func:`action_mask`.
+VRPTW: the capacity mask plus an exact segment-based time-window mask
+(:func:`pyg_routing.envs.time_windows.two_opt_time_window_mask`: max-plus segment
+summaries of prefixes, suffixes and, by a sparse table, of every reversed segment),
+``O(M^2 log M)`` per instance with no size limit. The brute force it replaces (every
+move applied, arrival times scanned; ``O(M^3 log M)``, only for
+``M <= TW_MAX_NODES``) is kept as ``_time_window_mask_brute_force``, the reference of
+the tests.
 
 Choice of ``K`` (same for the whole batch): at least the number of routes of the
 initial solutions (with the constructive tours: the number of depot slots of the
@@ -41,6 +44,7 @@ from pyg_routing.envs.state import (
     succ_from_order,
     time_window_feasible,
 )
+from pyg_routing.envs.time_windows import two_opt_time_window_mask
 from pyg_routing.functional.route_pe import ipexpe
 
 INITS = ("sweep", "nearest_neighbor", "random")
@@ -262,7 +266,7 @@ def action_mask(state: TwoOptState) -> Tensor:
               & ((cap - after).unsqueeze(2) >= after.unsqueeze(1)))
         ok |= ridx.unsqueeze(2) == ridx.unsqueeze(1)
         if state.problem is Problem.VRPTW:
-            ok &= _time_window_mask(state)
+            ok &= two_opt_time_window_mask(state)
     else:
         ok = torch.ones(b, m, m, dtype=torch.bool, device=dev)
     # No-op moves and the undo are O(B * M) entries: write them into the flat mask.
@@ -279,10 +283,11 @@ def action_mask(state: TwoOptState) -> Tensor:
     return ok.view(b, m, m)
 
 
-TW_MAX_NODES = 64   # the brute-force time-window mask costs O(B M^3 log M)
+TW_MAX_NODES = 64   # limit of the brute-force reference only (O(B M^3 log M));
+                    # action_mask uses the segment-based mask, no size limit
 
 
-def _time_window_mask(state: TwoOptState, chunk: int = 1 << 22) -> Tensor:
+def _time_window_mask_brute_force(state: TwoOptState, chunk: int = 1 << 22) -> Tensor:
     """``[B, M, M]`` time-window feasibility of every move, by brute force: apply all
     ``M^2`` moves (one gather) and scan the arrival times of every result. Exact,
     but ``O(M^3 log M)`` per instance, so limited to ``M <= TW_MAX_NODES``;
@@ -291,8 +296,8 @@ def _time_window_mask(state: TwoOptState, chunk: int = 1 << 22) -> Tensor:
     if m > TW_MAX_NODES:
         raise NotImplementedError(
             f"the VRPTW 2-opt mask is a brute-force check of all moves, limited to "
-            f"{TW_MAX_NODES} nodes incl. dummy depots (got {m}); an O(M^2) "
-            f"segment-based time-window mask is not implemented")
+            f"{TW_MAX_NODES} nodes incl. dummy depots (got {m}); use the segment-based "
+            f"pyg_routing.envs.time_windows.two_opt_time_window_mask")
     dev = state.device
     lo = torch.arange(m, device=dev).view(m, 1).expand(m, m)
     hi = lo.t()

@@ -20,8 +20,8 @@ class RouteAttention(nn.Module):
         dropout: attention dropout (training only).
         rotary: a :class:`~pyg_routing.models.pe.RotaryPE` applied to q and k.
 
-    Shapes: ``x [B, N, dim]``, ``mask [B, N]`` (True = real node) ->
-    ``[B, N, dim]``.
+    Shapes: ``x [B, N, dim]``, ``mask [B, N]`` (True = real node; ``None``: no
+    padding) -> ``[B, N, dim]``.
     """
 
     def __init__(self, dim: int, heads: int, dropout: float = 0.0,
@@ -39,7 +39,7 @@ class RouteAttention(nn.Module):
         self.qkv.reset_parameters()
         self.out.reset_parameters()
 
-    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None,
+    def forward(self, x: Tensor, mask: Tensor | None, bias: Tensor | None = None,
                 position: Tensor | None = None) -> Tensor:
         b, n, _ = x.shape
         q, k, v = self.qkv(x).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
@@ -49,11 +49,16 @@ class RouteAttention(nn.Module):
             q, k = self.rotary(q, k, position)
         # Padded keys are masked out; padded query rows attend to themselves only so
         # softmax never sees an all -inf row (their outputs are dropped anyway).
-        key_ok = mask[:, None, None, :] | torch.eye(n, dtype=torch.bool, device=x.device)
-        logits_bias = torch.zeros(b, 1, n, n, dtype=q.dtype, device=x.device)
-        logits_bias = logits_bias.masked_fill(~key_ok, float("-inf"))
+        # ``mask=None`` (no padding, e.g. equal-size search batches) without a bias lets
+        # SDPA pick its fused kernel with no [B, 1, N, N] mask at all.
+        logits_bias = None
+        if mask is not None:
+            key_ok = mask[:, None, None, :] | torch.eye(n, dtype=torch.bool, device=x.device)
+            logits_bias = torch.zeros(b, 1, n, n, dtype=q.dtype, device=x.device)
+            logits_bias = logits_bias.masked_fill(~key_ok, float("-inf"))
         if bias is not None:
-            logits_bias = logits_bias + torch.nan_to_num(bias.to(q.dtype), neginf=-1e9)
+            bias = torch.nan_to_num(bias.to(q.dtype), neginf=-1e9)
+            logits_bias = bias if logits_bias is None else logits_bias + bias
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=logits_bias,
                                              dropout_p=self.dropout if self.training else 0.0)
         return self.out(out.transpose(1, 2).reshape(b, n, self.dim))

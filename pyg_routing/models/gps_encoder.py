@@ -146,15 +146,17 @@ class GPSEncoder(nn.Module):
         if route_id is None and route_pos is not None:
             route_id = torch.zeros_like(route_pos)
         mask = torch.ones(b, m, dtype=torch.bool, device=x.device)
-        return self._layers(h, edge_index, batch, route_pos, route_id, mask).view(b, m, -1)
+        return self._layers(h, edge_index, batch, route_pos, route_id, mask,
+                            graph_size=m).view(b, m, -1)
 
     def _layers(self, h: Tensor, edge_index: Tensor, batch: Tensor, route_pos: Tensor | None,
-                route_id: Tensor | None, mask: Tensor | None) -> Tensor:
+                route_id: Tensor | None, mask: Tensor | None,
+                graph_size: int | None = None) -> Tensor:
         edge_index = to_undirected(edge_index, num_nodes=h.size(0))
         bias = self.bias(route_pos, route_id, mask) if self.bias is not None else None
         position = route_pos if self.kind == "rotary" else None
         for layer in self.layers:
-            h = layer(h, edge_index, batch, bias, position)
+            h = layer(h, edge_index, batch, bias, position, graph_size=graph_size)
         return h
 
     def __repr__(self) -> str:

@@ -49,9 +49,15 @@ class GPSLayer(nn.Module):
             norm.reset_parameters()
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor, bias: Tensor | None = None,
-                position: Tensor | None = None) -> Tensor:
+                position: Tensor | None = None, graph_size: int | None = None) -> Tensor:
+        """``graph_size``: every graph has this many nodes, stored graph by graph (dense
+        search batches): attention then works on a view, with no padding."""
         h_local = self.norm_local(x + self.dropout(self.local(x, edge_index)))
-        dense, mask = to_dense_batch(x, batch)
-        h_attn = self.attn(dense, mask, bias, position)[mask]
+        if graph_size is not None:
+            h_attn = self.attn(x.view(-1, graph_size, x.size(-1)), None, bias,
+                               position).reshape(x.shape)
+        else:
+            dense, mask = to_dense_batch(x, batch)
+            h_attn = self.attn(dense, mask, bias, position)[mask]
         h = h_local + self.norm_attn(x + self.dropout(h_attn))
         return self.norm_out(h + self.dropout(self.ff(h)))

@@ -46,7 +46,14 @@ class PairDecoder(nn.Module):
         q = self.query(h).view(b, m, self.heads, -1).transpose(1, 2)
         k = self.key(h).view(b, m, self.heads, -1).transpose(1, 2)
         compat = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))           # [B, H, M, M]
-        logits = self.clip * torch.tanh(self.mix(compat.permute(0, 2, 3, 1)).squeeze(-1))
+        # The per-pair MLP over the heads, channel-first: two batched matmuls on
+        # [B, H, M*M] avoid permuting the [B, M, M, H] tensor into a copy.
+        first, last = self.mix[0], self.mix[2]
+        hid = torch.baddbmm(first.bias.view(1, -1, 1).expand(b, -1, 1),
+                            first.weight.expand(b, -1, -1), compat.flatten(2)).relu_()
+        out = torch.baddbmm(last.bias.view(1, 1, 1).expand(b, 1, 1),
+                            last.weight.expand(b, -1, -1), hid)               # [B, 1, M*M]
+        logits = self.clip * torch.tanh(out.view(b, m, m))
         return logits.masked_fill(~mask, float("-inf"))
 
     def act(self, h: Tensor, mask: Tensor, action: Tensor | None = None,

@@ -71,8 +71,9 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--instances", type=int, default=256, help="held-out test instances")
     p.add_argument("--steps", type=int, default=500, help="improvement steps at test time")
     p.add_argument("--augment", type=int, default=1, help="symmetric copies at test (1..8)")
-    p.add_argument("--init", choices=("random", "sweep", "nearest_neighbor"), default="random",
-                   help="initial test solutions (training starts from random ones)")
+    p.add_argument("--init", choices=("random", "sweep", "nearest_neighbor"), default=None,
+                   help="initial test solutions (default: those of training, random; "
+                        "nearest_neighbor for VRPTW)")
     p.add_argument("--test-seed", type=int, default=1234, help="seed of the test instances")
     p.add_argument("--reference", choices=("pyvrp", "none"), default="pyvrp")
     p.add_argument("--time-limit", type=float, default=0.2, help="PyVRP seconds per instance")
@@ -127,9 +128,10 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     """Train and evaluate every encoding of ``--pe``; returns the table as rows."""
     from pyg_routing.probes.paper_values import MAIN_COMPARISON, paper_problem_key
     from pyg_routing.training.callbacks import ValidationCurve
-    from pyg_routing.training.ppo import load_policy
+    from pyg_routing.training.ppo import default_init, load_policy
 
     names = parse_encodings(args.pe)
+    args.init = args.init or default_init(args.problem)
     if args.budget_minutes is not None and args.budget_minutes <= 0:
         raise ValueError(f"--budget-minutes must be > 0, got {args.budget_minutes}")
     setting = paper_problem_key(args.problem, args.num_customers)

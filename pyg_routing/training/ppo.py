@@ -57,6 +57,12 @@ from pyg_routing.models.dact_policy import DACTPolicy
 _MOD = 2**62
 
 
+def default_init(problem: str | Problem) -> str:
+    """DACT trains from random solutions; random giant tours are rarely
+    time-window feasible, so VRPTW starts from nearest-neighbour solutions."""
+    return "nearest_neighbor" if Problem.parse(problem) is Problem.VRPTW else "random"
+
+
 class DACTLightning(L.LightningModule):
     """DACT policy + n-step PPO (manual optimization).
 
@@ -75,7 +81,8 @@ class DACTLightning(L.LightningModule):
         value_coef: weight of the value loss.
         warm_up: curriculum divisor, ``floor(epoch / warm_up)`` warm-up steps
             (``0``: no curriculum).
-        init: initial solutions (``"random"``, ``"sweep"``, ``"nearest_neighbor"``).
+        init: initial solutions (``"random"``, ``"sweep"``, ``"nearest_neighbor"``);
+            default :func:`default_init` (random, as DACT; nearest neighbour for VRPTW).
         val_steps: greedy improvement steps per validation instance.
         seed: base seed of the per-batch generators.
     """
@@ -86,7 +93,7 @@ class DACTLightning(L.LightningModule):
                  ppo_epochs: int = 3, clip: float = 0.1, gamma: float = 0.999,
                  lr_actor: float = 1e-4, lr_critic: float = 3e-5, lr_decay: float = 0.985,
                  max_grad_norm: float | None = 0.2, value_coef: float = 1.0,
-                 warm_up: float = 2.0, init: str = "random", val_steps: int = 200,
+                 warm_up: float = 2.0, init: str | None = None, val_steps: int = 200,
                  seed: int = 0) -> None:
         super().__init__()
         problem = Problem.parse(problem).value
@@ -94,6 +101,7 @@ class DACTLightning(L.LightningModule):
             raise ValueError(f"t_train={t_train} must be a multiple of n_step={n_step}")
         self.save_hyperparameters()
         self.hparams.problem = problem
+        self.hparams.init = init or default_init(problem)
         self.automatic_optimization = False
         self.policy = DACTPolicy.build(problem, pe=pe, dim=dim, heads=heads,
                                        num_layers=num_layers, pe_dim=pe_dim,
