@@ -165,25 +165,35 @@ def plot_pe_distance(data: Data, pe: Tensor, ax: Axes | None = None,
 
 def plot_training_curves(curves: dict[str, list[dict[str, float]]], ax: Axes | None = None,
                          reference: float | None = None, title: str | None = None) -> Axes:
-    """Validation objective against training wall time, one line per run.
+    """Validation objective (or gap) against training wall time, one colour per run
+    label and one line per seed.
 
     Args:
-        curves: run label -> points with keys ``seconds`` and ``cost`` (e.g.
-            :class:`~pyg_routing.training.callbacks.ValidationCurve.points`).
-        reference: mean reference objective of the validation set; when given the
-            y axis is the gap ``100 (cost / reference - 1)`` in percent.
+        curves: run label -> points with keys ``seconds`` and ``cost``, optionally
+            ``gap`` (percent) and ``seed`` (e.g. from
+            :class:`~pyg_routing.training.callbacks.ValidationCurve`).
+        reference: mean reference objective of the validation set, used to turn
+            ``cost`` into a gap ``100 (cost / reference - 1)`` where no ``gap`` is given.
     """
     ax = _new_axes(ax, (6.4, 4.4))
-    for label, points in curves.items():
-        if not points:
-            continue
-        t = np.array([p["seconds"] for p in points]) / 60.0
-        y = np.array([p["cost"] for p in points])
-        if reference is not None:
-            y = 100.0 * (y / reference - 1.0)
-        ax.plot(t, y, "-o", ms=2.5, lw=1.2, label=label)
+    all_points = [p for points in curves.values() for p in points]
+    use_gap = bool(all_points) and all("gap" in p for p in all_points)
+    as_gap = use_gap or reference is not None
+    for color, (label, points) in enumerate(curves.items()):
+        seeds = list(dict.fromkeys(p.get("seed") for p in points))
+        for k, seed in enumerate(seeds):
+            run = [p for p in points if p.get("seed") == seed]
+            t = np.array([p["seconds"] for p in run]) / 60.0
+            if use_gap:
+                y = np.array([p["gap"] for p in run])
+            else:
+                y = np.array([p["cost"] for p in run])
+                if reference is not None:
+                    y = 100.0 * (y / reference - 1.0)
+            ax.plot(t, y, "-o", ms=2.5, lw=1.2, color=f"C{color % 10}",
+                    label=label if k == 0 else None)
     ax.set_xlabel("training time (min)")
-    ax.set_ylabel("validation gap (%)" if reference is not None else "validation objective")
+    ax.set_ylabel("validation gap (%)" if as_gap else "validation objective")
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=7, ncol=2)
     if title is not None:

@@ -3,10 +3,11 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from pyg_routing import encodings
 from pyg_routing.cli import main
-from pyg_routing.training.compare import parse_encodings, render_markdown
+from pyg_routing.training.compare import parse_encodings, parse_seeds, render_markdown
 
 TINY = ["--num-customers", "8", "--dim", "16", "--layers", "1", "--heads", "2", "--pe-dim", "8",
         "--batch-size", "4", "--t-train", "4", "--n-step", "2", "--batches-per-epoch", "2",
@@ -90,3 +91,30 @@ def test_compare_on_vrptw_starts_from_nearest_neighbour_solutions(tmp_path):
     assert res["init"] == "nearest_neighbor"
     (row,) = res["rows"]
     assert row["encoding"] == "xpe" and row["objective"] <= row["initial_objective"] + 1e-9
+
+
+def test_compare_over_several_seeds_reports_mean_and_spread(tmp_path):
+    argv = ["compare", "--problem", "tsp", "--pe", "none", "--epochs", "1", "--seeds", "3,4",
+            "--reference", "none", "--no-random", "--out", str(tmp_path), *TINY]
+    assert main(argv) == 0
+    out = tmp_path / "compare_dact_tsp8"
+    res = json.loads((out / "result.json").read_text())
+    (row,) = res["rows"]
+    runs = row["runs"]
+    assert [r["seed"] for r in runs] == [3, 4] and res["seeds"] == [3, 4]
+    objectives = torch.tensor([r["objective"] for r in runs], dtype=torch.float64)
+    assert row["objective"] == pytest.approx(float(objectives.mean()))
+    assert row["objective_std"] == pytest.approx(float(objectives.std()))
+    assert len({r["checkpoint"] for r in runs}) == 2
+    assert all(Path(r["checkpoint"]).exists() for r in runs)
+    assert {p["seed"] for p in res["curves"]["NoPE"]} == {3, 4}
+    assert " ± " in (out / "table.md").read_text()
+
+
+def test_parse_seeds():
+    assert parse_seeds(None, 7) == [7]
+    assert parse_seeds("0, 1,2", 7) == [0, 1, 2]
+    with pytest.raises(ValueError, match="distinct"):
+        parse_seeds("1,1", 0)
+    with pytest.raises(ValueError, match="integers"):
+        parse_seeds("a,b", 0)

@@ -31,7 +31,8 @@ from pyg_routing.training.fit import VAL_SEED_OFFSET, add_training_options, fit_
 
 PROBLEMS = ("tsp", "cvrp", "vrptw")
 #: CSV columns, in order.
-COLUMNS = ("encoding", "method", "family", "objective", "gap_percent", "instance_gap_percent",
+COLUMNS = ("encoding", "method", "family", "objective", "objective_std", "gap_percent",
+           "instance_gap_percent",
            "initial_objective", "train_seconds", "epochs", "optimizer_steps", "eval_seconds",
            "paper_objective", "paper_gap_percent", "checkpoint")
 
@@ -68,6 +69,9 @@ def add_compare_parser(sub: Any) -> None:
     add_training_options(p, batch_size=64, t_train=40, batches_per_epoch=5, val_size=64,
                          val_steps=100)
     p.set_defaults(epochs=1000)
+    p.add_argument("--seeds", default=None,
+                   help="comma-separated training seeds (default: --seed); every encoding "
+                        "is trained once per seed, the table gives mean ± std over seeds")
     p.add_argument("--instances", type=int, default=256, help="held-out test instances")
     p.add_argument("--steps", type=int, default=500, help="improvement steps at test time")
     p.add_argument("--augment", type=int, default=1, help="symmetric copies at test (1..8)")
@@ -138,19 +142,23 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     paper = MAIN_COMPARISON.get(setting, {})
     out = Path(args.out) / f"compare_{args.backbone}_{args.problem}{args.num_customers}"
     out.mkdir(parents=True, exist_ok=True)
-    test_ref = val_ref = None
+    seeds = parse_seeds(args.seeds, args.seed)
+    test_ref = None
+    val_ref: dict[int, float] = {}
     if args.reference == "pyvrp":
         test_ref = reference_costs(args.problem, args.num_customers, args.instances,
                                    args.test_seed, args.time_limit, args.root)
-        val_ref = reference_costs(args.problem, args.num_customers, args.val_size,
-                                  args.seed + VAL_SEED_OFFSET, args.time_limit, args.root)
+        for seed in seeds:
+            val_ref[seed] = float(reference_costs(
+                args.problem, args.num_customers, args.val_size, seed + VAL_SEED_OFFSET,
+                args.time_limit, args.root).mean())
     result: dict[str, Any] = {
         "setting": setting, "backbone": args.backbone, "out": str(out),
-        "budget_minutes": args.budget_minutes, "max_epochs": args.epochs,
+        "budget_minutes": args.budget_minutes, "max_epochs": args.epochs, "seeds": seeds,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
-        "validation_reference": None if val_ref is None else float(val_ref.mean())}
+        "validation_reference": val_ref}
     if test_ref is not None:
         ref = paper.get("reference", (None, None))
         result["rows"].append({"encoding": "reference", "method": "PyVRP (HGS)",
@@ -161,22 +169,65 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
                                "family": "Baseline", **_search(args, None, test_ref)})
     for name in names:
         info = encodings.info(name)
-        curve = ValidationCurve()
-        fit = fit_dact(args, name, out / name, max_minutes=args.budget_minutes,
-                       callbacks=[curve])
-        policy = load_policy(fit["checkpoint"], expect_problem=args.problem, expect_pe=name)
+        runs, points = [], []
+        for seed in seeds:
+            run_args = argparse.Namespace(**{**vars(args), "seed": seed})
+            curve = ValidationCurve()
+            where = out / name if len(seeds) == 1 else out / name / f"seed{seed}"
+            fit = fit_dact(run_args, name, where, max_minutes=args.budget_minutes,
+                           callbacks=[curve])
+            policy = load_policy(fit["checkpoint"], expect_problem=args.problem,
+                                 expect_pe=name)
+            runs.append({**_search(args, policy, test_ref), "train_seconds": fit["seconds"],
+                         "epochs": fit["epochs"], "optimizer_steps": fit["global_step"],
+                         "checkpoint": fit["checkpoint"], "seed": seed})
+            for point in curve.points:
+                if seed in val_ref:
+                    point["gap"] = 100 * (point["cost"] / val_ref[seed] - 1)
+                points.append({**point, "seed": seed})
         row = {"encoding": name, "method": info.title, "family": info.family,
-               **_search(args, policy, test_ref), "train_seconds": fit["seconds"],
-               "epochs": fit["epochs"], "optimizer_steps": fit["global_step"],
-               "checkpoint": fit["checkpoint"]}
+               **_aggregate(runs, test_ref)}
         if name in paper:
             row["paper_objective"], row["paper_gap_percent"] = paper[name]
         result["rows"].append(row)
         result["rows"].sort(key=_row_order)           # the paper's order, whatever --pe says
-        result["curves"][info.title] = curve.points
+        result["curves"][info.title] = points
         write_outputs(result, out)
     write_outputs(result, out)
     return result
+
+
+def parse_seeds(value: str | None, default: int) -> list[int]:
+    """``"0,1,2"`` -> ``[0, 1, 2]``; ``None`` -> ``[default]``."""
+    if value is None:
+        return [default]
+    try:
+        seeds = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"--seeds must be comma-separated integers, got {value!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds needs distinct integers, got {value!r}")
+    return seeds
+
+
+def _aggregate(runs: list[dict[str, Any]], reference: torch.Tensor | None) -> dict[str, Any]:
+    """One table row from the runs of one encoding (one per seed): means, and the
+    standard deviation over seeds of the objective."""
+    obj = torch.tensor([r["objective"] for r in runs], dtype=torch.float64)
+    row: dict[str, Any] = {
+        "objective": float(obj.mean()),
+        "objective_std": float(obj.std()) if len(runs) > 1 else 0.0,
+        "initial_objective": runs[0]["initial_objective"],
+        "train_seconds": sum(r["train_seconds"] for r in runs) / len(runs),
+        "eval_seconds": sum(r["eval_seconds"] for r in runs) / len(runs),
+        "epochs": max(r["epochs"] for r in runs),
+        "optimizer_steps": max(r["optimizer_steps"] for r in runs),
+        "checkpoint": ";".join(r["checkpoint"] for r in runs),
+        "runs": runs}
+    if reference is not None:
+        row["gap_percent"] = float(100 * (obj.mean() / reference.mean() - 1))
+        row["instance_gap_percent"] = sum(r["instance_gap_percent"] for r in runs) / len(runs)
+    return row
 
 
 def _row_order(row: dict[str, Any]) -> int:
@@ -192,7 +243,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         head += ["paper Obj.", "paper Gap"]
     lines = [f"**{result['setting']}**, DACT backbone — {result['instances']} test instances, "
              f"T = {result['steps']}, {result['init']} initial solutions, "
-             f"augment {result['augment']}, budget "
+             f"augment {result['augment']}, {len(result.get('seeds', [0]))} training seed(s), "
+             f"budget "
              f"{result['budget_minutes'] or '-'} min / ≤ {result['max_epochs']} epochs",
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
@@ -200,7 +252,10 @@ def render_markdown(result: dict[str, Any]) -> str:
         return "-" if v is None else f"{v:{spec}}{suffix}"
 
     for r in result["rows"]:
-        cells = [r.get("family", ""), r["method"], fmt(r.get("objective"), ".3f"),
+        obj = fmt(r.get("objective"), ".3f")
+        if len(result.get("seeds", [])) > 1 and r.get("objective_std") is not None:
+            obj += f" ± {r['objective_std']:.3f}"
+        cells = [r.get("family", ""), r["method"], obj,
                  fmt(r.get("gap_percent"), ".2f", "%"),
                  fmt(None if r.get("train_seconds") is None else r["train_seconds"] / 60, ".1f"),
                  fmt(r.get("epochs"), "d")]
@@ -220,13 +275,14 @@ def write_outputs(result: dict[str, Any], out: Path) -> None:
     (out / "table.md").write_text(render_markdown(result) + "\n")
     with open(out / "curves.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["method", "seconds", "epoch", "step", "cost"])
+        w.writerow(["method", "seed", "seconds", "epoch", "step", "cost", "gap_percent"])
         for method, points in result["curves"].items():
             for p in points:
-                w.writerow([method, p["seconds"], int(p["epoch"]), int(p["step"]), p["cost"]])
+                w.writerow([method, p.get("seed", ""), p["seconds"], int(p["epoch"]),
+                            int(p["step"]), p["cost"], p.get("gap", "")])
     (out / "result.json").write_text(json.dumps(result, indent=2))
     from pyg_routing.viz import plot_training_curves
 
-    ax = plot_training_curves(result["curves"], reference=result.get("validation_reference"),
+    ax = plot_training_curves(result["curves"],
                               title=f"{result['setting']}: validation during training")
     ax.figure.savefig(out / "gap_vs_time.png", dpi=130)
