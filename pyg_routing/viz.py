@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import matplotlib
 import numpy as np
 import torch
 from matplotlib.axes import Axes
@@ -179,6 +180,8 @@ def plot_training_curves(curves: dict[str, list[dict[str, float]]], ax: Axes | N
     all_points = [p for points in curves.values() for p in points]
     use_gap = bool(all_points) and all("gap" in p for p in all_points)
     as_gap = use_gap or reference is not None
+    # tab10 repeats after 10 runs (a full comparison has 14): switch to tab20 then
+    cmap = matplotlib.colormaps["tab10" if len(curves) <= 10 else "tab20"]
     for color, (label, points) in enumerate(curves.items()):
         seeds = list(dict.fromkeys(p.get("seed") for p in points))
         for k, seed in enumerate(seeds):
@@ -190,7 +193,7 @@ def plot_training_curves(curves: dict[str, list[dict[str, float]]], ax: Axes | N
                 y = np.array([p["cost"] for p in run])
                 if reference is not None:
                     y = 100.0 * (y / reference - 1.0)
-            ax.plot(t, y, "-o", ms=2.5, lw=1.2, color=f"C{color % 10}",
+            ax.plot(t, y, "-o", ms=2.5, lw=1.2, color=cmap(color % cmap.N),
                     label=label if k == 0 else None)
     ax.set_xlabel("training time (min)")
     ax.set_ylabel("validation gap (%)" if as_gap else "validation objective")
