@@ -44,3 +44,15 @@ def test_value_head_ignores_padding_and_has_gradients():
                                head(h, mask, torch.zeros(3, 2))[1])
     v.sum().backward()
     assert head.mlp[0].weight.grad.abs().sum() > 0
+
+
+def test_sample_categorical_follows_the_distribution_and_skips_zeros():
+    from pyg_routing.models.pair_decoder import sample_categorical
+
+    probs = torch.tensor([[0.0, 0.2, 0.0, 0.5, 0.3, 0.0]]).repeat(40_000, 1)
+    idx = sample_categorical(probs, torch.Generator().manual_seed(0))
+    freq = torch.bincount(idx, minlength=6).double() / len(idx)
+    assert freq[[0, 2, 5]].sum() == 0                    # zero-probability moves never drawn
+    torch.testing.assert_close(freq, probs[0].double(), atol=0.01, rtol=0)
+    # unnormalized rows and one-hot rows
+    assert sample_categorical(torch.tensor([[0.0, 0.0, 3.0], [5.0, 0.0, 0.0]])).tolist() == [2, 0]

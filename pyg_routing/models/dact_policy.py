@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from torch.distributions import Categorical
 
 from pyg_routing.models.gps_encoder import GPSEncoder
-from pyg_routing.models.pair_decoder import PairDecoder, ValueHead
+from pyg_routing.models.pair_decoder import PairDecoder, ValueHead, sample_categorical
 
 #: node-feature width of the 2-opt environment per problem
 #: (``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``).
@@ -111,7 +111,7 @@ class DACTPolicy(nn.Module):
         elif greedy:
             flat = logits.argmax(-1)
         else:
-            flat = torch.multinomial(dist.probs, 1, generator=generator).squeeze(1)
+            flat = sample_categorical(dist.probs, generator)
         value = self.critic(h, extra=obs.extra.to(h.dtype))
         return (torch.stack([flat // m, flat % m], -1), dist.log_prob(flat), dist.entropy(),
                 value)

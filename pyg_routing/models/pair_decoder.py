@@ -9,6 +9,17 @@ from torch import Tensor, nn
 from torch.distributions import Categorical
 
 
+def sample_categorical(probs: Tensor, generator: torch.Generator | None = None) -> Tensor:
+    """One index per row of ``probs [B, K]`` (rows need not be normalized), by
+    inverse-CDF sampling: one uniform number per row, where ``torch.multinomial``
+    draws ``K`` exponentials per row (the sampling dominated small search steps).
+    Zero-probability entries are never drawn. Returns ``[B]`` long."""
+    cdf = probs.double().cumsum(-1)
+    u = torch.rand(probs.size(0), 1, generator=generator, device=probs.device,
+                   dtype=torch.float64) * cdf[:, -1:]
+    return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp_(max=probs.size(1) - 1)
+
+
 class PairDecoder(nn.Module):
     r"""Scores every node pair ``(i, j)`` as a move and samples one (Ma et al. 2021).
 
@@ -46,14 +57,7 @@ class PairDecoder(nn.Module):
         q = self.query(h).view(b, m, self.heads, -1).transpose(1, 2)
         k = self.key(h).view(b, m, self.heads, -1).transpose(1, 2)
         compat = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))           # [B, H, M, M]
-        # The per-pair MLP over the heads, channel-first: two batched matmuls on
-        # [B, H, M*M] avoid permuting the [B, M, M, H] tensor into a copy.
-        first, last = self.mix[0], self.mix[2]
-        hid = torch.baddbmm(first.bias.view(1, -1, 1).expand(b, -1, 1),
-                            first.weight.expand(b, -1, -1), compat.flatten(2)).relu_()
-        out = torch.baddbmm(last.bias.view(1, 1, 1).expand(b, 1, 1),
-                            last.weight.expand(b, -1, -1), hid)               # [B, 1, M*M]
-        logits = self.clip * torch.tanh(out.view(b, m, m))
+        logits = self.clip * torch.tanh(self.mix(compat.permute(0, 2, 3, 1)).squeeze(-1))
         return logits.masked_fill(~mask, float("-inf"))
 
     def act(self, h: Tensor, mask: Tensor, action: Tensor | None = None,

@@ -53,6 +53,7 @@ from pyg_routing.envs.rollout import improve
 from pyg_routing.envs.state import TwoOptState
 from pyg_routing.envs.two_opt import action_mask, reset, step
 from pyg_routing.models.dact_policy import DACTPolicy
+from pyg_routing.models.pair_decoder import sample_categorical
 
 _MOD = 2**62
 
@@ -126,7 +127,7 @@ class DACTLightning(L.LightningModule):
         elif greedy:
             flat = logits.argmax(-1)
         else:
-            flat = torch.multinomial(dist.probs, 1, generator=generator).squeeze(1)
+            flat = sample_categorical(dist.probs, generator)
         value = pol.critic(h.detach(), extra=obs.extra.to(h.dtype)).float()
         return torch.stack([flat // m, flat % m], -1), dist.log_prob(flat), dist.entropy(), value
 
