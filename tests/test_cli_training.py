@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from pyg_routing.cli import main
 
@@ -78,3 +79,15 @@ def test_train_command_runs_plain_ddp_on_two_cpu_processes(tmp_path):
     assert proc.returncode == 0, log[-3000:]
     assert "GLOBAL_RANK: 1, MEMBER: 2/2" in log
     assert list(tmp_path.rglob("last.ckpt"))
+
+
+def test_train_with_a_pe_gate_round_trips_through_the_checkpoint(tmp_path):
+    from pyg_routing.training import load_policy
+
+    argv = ["train", "--problem", "cvrp", "--pe", "ipe", "--pe-gate", "--out", str(tmp_path),
+            *TINY]
+    assert main(argv) == 0
+    (ckpt,) = Path(tmp_path).rglob("last.ckpt")
+    policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipe")
+    assert policy.encoder.pe_gate is not None
+    assert "policy.encoder.pe_gate" in torch.load(ckpt, weights_only=False)["state_dict"]

@@ -87,3 +87,29 @@ def test_dense_path_equals_the_batch_path(pe):
     route_pos, route_id, _ = dense_route_inputs(batch)
     out = enc.forward_dense(x, batch.edge_index, node_pe, route_pos, route_id)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("pe", ["ipexpe", "ape", "lap"])
+def test_pe_gate_starts_closed_and_learns(pe):
+    """pe_gate: at initialisation the node code has no effect (the model equals one
+    without encoding on the same features), and the gate receives a gradient."""
+    torch.manual_seed(0)
+    enc = GPSEncoder(in_channels=2, dim=32, heads=4, num_layers=1, pe=pe, pe_dim=16,
+                     pe_gate=True).eval()
+    batch = Batch.from_data_list(_datas())
+    b, m = 2, 10
+    x = torch.rand(b, m, 2)
+    succ = torch.roll(torch.arange(b * m).view(b, m), -1, 1).reshape(-1)
+    edge_index = torch.stack([torch.arange(b * m), succ])
+    route_pos = torch.arange(m).expand(b, m)
+    width = enc.input[0].in_features - 2
+    pe_a, pe_b = torch.randn(b, m, width), torch.randn(b, m, width)
+    code = None if pe == "ape" else pe_a
+    out_a = enc.forward_dense(x, edge_index, code, route_pos)
+    if pe != "ape":
+        torch.testing.assert_close(out_a, enc.forward_dense(x, edge_index, pe_b, route_pos))
+    enc(batch).square().sum().backward()
+    assert enc.pe_gate.detach().item() == 0.0 and enc.pe_gate.grad is not None
+    assert enc.pe_gate.grad.abs().item() > 0
+    # bias encodings have no node code: the option is ignored
+    assert GPSEncoder(2, 32, 4, 1, pe="spd", pe_gate=True).pe_gate is None

@@ -41,6 +41,9 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
                    help="Adam learning rate of encoder + decoder (DACT: 1e-4)")
     p.add_argument("--lr-critic", type=float, default=3e-5,
                    help="Adam learning rate of the critic (DACT: 3e-5)")
+    p.add_argument("--pe-gate", action="store_true",
+                   help="scale the node encoding by a learnable gate initialised at 0 "
+                        "(h0 = FF([x || g PE])); node encodings only")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--accelerator", default="auto", help="lightning accelerator")
     p.add_argument("--devices", default="1", help="number of devices (or 'auto')")
@@ -87,7 +90,8 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
                           dim=args.dim, heads=args.heads, num_layers=args.layers,
                           pe_dim=args.pe_dim, batch_size=args.batch_size,
                           t_train=args.t_train, n_step=args.n_step, val_steps=args.val_steps,
-                          lr_actor=args.lr_actor, lr_critic=args.lr_critic, seed=args.seed)
+                          lr_actor=args.lr_actor, lr_critic=args.lr_critic, seed=args.seed,
+                          pe_gate=args.pe_gate)
     # One validation batch holding the whole set: it is then exactly the instances of
     # ``RoutingDataset(..., num_instances=val_size, seed=seed + VAL_SEED_OFFSET)``.
     data = RoutingDataModule(args.problem, args.num_customers, batch_size=args.batch_size,

@@ -86,6 +86,8 @@ class DACTLightning(L.LightningModule):
             default :func:`default_init` (random, as DACT; nearest neighbour for VRPTW).
         val_steps: greedy improvement steps per validation instance.
         seed: base seed of the per-batch generators.
+        pe_gate: zero-initialised learnable gate on the node code
+            (:class:`~pyg_routing.models.GPSEncoder`); off by default (paper).
     """
 
     def __init__(self, problem: str = "cvrp", num_customers: int = 20, pe: str = "ipexpe",
@@ -95,7 +97,7 @@ class DACTLightning(L.LightningModule):
                  lr_actor: float = 1e-4, lr_critic: float = 3e-5, lr_decay: float = 0.985,
                  max_grad_norm: float | None = 0.2, value_coef: float = 1.0,
                  warm_up: float = 2.0, init: str | None = None, val_steps: int = 200,
-                 seed: int = 0) -> None:
+                 seed: int = 0, pe_gate: bool = False) -> None:
         super().__init__()
         problem = Problem.parse(problem).value
         if t_train % n_step:
@@ -106,7 +108,7 @@ class DACTLightning(L.LightningModule):
         self.automatic_optimization = False
         self.policy = DACTPolicy.build(problem, pe=pe, dim=dim, heads=heads,
                                        num_layers=num_layers, pe_dim=pe_dim,
-                                       num_bands=num_bands)
+                                       num_bands=num_bands, pe_gate=pe_gate)
 
     # ------------------------------------------------------------------ policy
     def evaluate(self, obs: Observation, action: Tensor | None = None,
