@@ -11,10 +11,9 @@ from typing import Any, Protocol
 
 import torch
 from torch import Tensor, nn
-from torch.distributions import Categorical
 
 from pyg_routing.models.gps_encoder import GPSEncoder
-from pyg_routing.models.pair_decoder import PairDecoder, ValueHead, sample_categorical
+from pyg_routing.models.pair_decoder import PairDecoder, ValueHead
 
 #: node-feature width of the 2-opt environment per problem
 #: (``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``).
@@ -97,24 +96,9 @@ class DACTPolicy(nn.Module):
         Raises:
             ValueError: an instance has no allowed move.
         """
-        mask = obs.mask
-        allowed = mask.flatten(1).any(1)
-        if not bool(allowed.all()):
-            stuck = torch.nonzero(~allowed).flatten()[:5].tolist()
-            raise ValueError(f"no allowed move for instance(s) {stuck}")
         h = self.embed(obs)
-        b, m, _ = h.shape
-        logits = self.decoder(h, mask).flatten(1)
-        dist = Categorical(logits=logits)
-        if action is not None:
-            flat = action[:, 0] * m + action[:, 1]
-        elif greedy:
-            flat = logits.argmax(-1)
-        else:
-            flat = sample_categorical(dist.probs, generator)
-        value = self.critic(h, extra=obs.extra.to(h.dtype))
-        return (torch.stack([flat // m, flat % m], -1), dist.log_prob(flat), dist.entropy(),
-                value)
+        action, log_prob, entropy = self.decoder.act(h, obs.mask, action, greedy, generator)
+        return action, log_prob, entropy, self.critic(h, extra=obs.extra.to(h.dtype))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.encoder!r}, {self.decoder!r})"

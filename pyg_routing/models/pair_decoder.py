@@ -61,23 +61,30 @@ class PairDecoder(nn.Module):
         return logits.masked_fill(~mask, float("-inf"))
 
     def act(self, h: Tensor, mask: Tensor, action: Tensor | None = None,
-            greedy: bool = False) -> tuple[Tensor, Tensor, Tensor]:
-        """Pick (or score a given) move.
+            greedy: bool = False, generator: torch.Generator | None = None
+            ) -> tuple[Tensor, Tensor, Tensor]:
+        """Pick (sample, or ``greedy``: argmax) or score a given move ``action [B, 2]``.
+
+        The distribution is built on float32 logits; sampling draws from
+        ``generator`` (default: the global RNG) with :func:`sample_categorical`.
 
         Returns ``action [B, 2]`` (node indices ``i, j``), its ``log_prob [B]`` and
         the policy ``entropy [B]``. Raises ``ValueError`` when an instance has no
         allowed move at all.
         """
-        if not bool(mask.flatten(1).any(1).all()):
-            stuck = torch.nonzero(~mask.flatten(1).any(1)).flatten()[:5].tolist()
+        allowed = mask.flatten(1).any(1)
+        if not bool(allowed.all()):
+            stuck = torch.nonzero(~allowed).flatten()[:5].tolist()
             raise ValueError(f"no allowed move for instance(s) {stuck}")
-        logits = self(h, mask).flatten(1)
-        dist = Categorical(logits=logits)
+        logits = self(h, mask).flatten(1)                           # [B, M*M]
+        dist = Categorical(logits=logits.float())
         m = h.size(1)
-        if action is None:
-            flat = logits.argmax(-1) if greedy else dist.sample()
-        else:
+        if action is not None:
             flat = action[:, 0] * m + action[:, 1]
+        elif greedy:
+            flat = logits.argmax(-1)
+        else:
+            flat = sample_categorical(dist.probs, generator)
         return torch.stack([flat // m, flat % m], dim=-1), dist.log_prob(flat), dist.entropy()
 
     def __repr__(self) -> str:

@@ -9,9 +9,7 @@ from typing import Any
 import torch
 
 from pyg_routing import encodings
-from pyg_routing.training.fit import add_training_options, fit_dact
-
-PROBLEMS = ("tsp", "cvrp", "vrptw")
+from pyg_routing.training.fit import PROBLEMS, add_training_options, fit_dact
 
 
 def add_train_parser(sub: Any) -> None:

@@ -27,9 +27,14 @@ from typing import Any
 import torch
 
 from pyg_routing import encodings
-from pyg_routing.training.fit import VAL_SEED_OFFSET, add_training_options, fit_dact
+from pyg_routing.training.fit import (
+    PROBLEMS,
+    VAL_SEED_OFFSET,
+    add_training_options,
+    fit_dact,
+    wants_gpu,
+)
 
-PROBLEMS = ("tsp", "cvrp", "vrptw")
 #: CSV columns, in order.
 COLUMNS = ("encoding", "method", "family", "objective", "objective_std", "gap_percent",
            "instance_gap_percent",
@@ -99,7 +104,7 @@ def reference_costs(problem: str, num_customers: int, count: int, seed: int,
 
 
 def _device(args: argparse.Namespace) -> torch.device:
-    gpu = args.accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available()
+    gpu = wants_gpu(args.accelerator) and torch.cuda.is_available()
     return torch.device("cuda" if gpu else "cpu")
 
 

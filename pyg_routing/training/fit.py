@@ -20,6 +20,14 @@ import torch
 
 #: Validation instances use this seed offset from the training seed (disjoint seeds).
 VAL_SEED_OFFSET = 10**9
+#: Problems of the DACT 2-opt environment (``train``, ``evaluate``, ``compare``).
+PROBLEMS = ("tsp", "cvrp", "vrptw")
+
+
+def wants_gpu(accelerator: str) -> bool:
+    """Whether ``--accelerator`` asks for GPUs (``auto``: when CUDA is available)."""
+    return accelerator in ("gpu", "cuda") or (accelerator == "auto"
+                                              and torch.cuda.is_available())
 
 
 def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
@@ -59,8 +67,7 @@ def parse_devices(value: str, accelerator: str) -> int | str:
     count = int(value)
     if count < 1:
         raise ValueError(f"--devices must be >= 1, got {count}")
-    use_gpu = accelerator in ("gpu", "cuda") or (accelerator == "auto"
-                                                 and torch.cuda.is_available())
+    use_gpu = wants_gpu(accelerator)
     have = torch.cuda.device_count() if use_gpu else (os.cpu_count() or 1)
     kind = "GPU" if use_gpu else "CPU core"
     if count > have:

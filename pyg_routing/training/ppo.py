@@ -44,7 +44,6 @@ from typing import Any
 import lightning as L
 import torch
 from torch import Tensor
-from torch.distributions import Categorical
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
@@ -53,7 +52,6 @@ from pyg_routing.envs.rollout import improve
 from pyg_routing.envs.state import TwoOptState
 from pyg_routing.envs.two_opt import action_mask, reset, step
 from pyg_routing.models.dact_policy import DACTPolicy
-from pyg_routing.models.pair_decoder import sample_categorical
 
 _MOD = 2**62
 
@@ -121,17 +119,9 @@ class DACTLightning(L.LightningModule):
         """
         pol = self.policy
         h = pol.embed(obs)                                   # [B, M, dim]
-        m = h.size(1)
-        logits = pol.decoder(h, obs.mask).flatten(1)        # [B, M*M]
-        dist = Categorical(logits=logits.float())
-        if action is not None:
-            flat = action[:, 0] * m + action[:, 1]
-        elif greedy:
-            flat = logits.argmax(-1)
-        else:
-            flat = sample_categorical(dist.probs, generator)
+        action, log_prob, entropy = pol.decoder.act(h, obs.mask, action, greedy, generator)
         value = pol.critic(h.detach(), extra=obs.extra.to(h.dtype)).float()
-        return torch.stack([flat // m, flat % m], -1), dist.log_prob(flat), dist.entropy(), value
+        return action, log_prob, entropy, value
 
     def value(self, obs: Observation) -> Tensor:
         """Critic value ``[B]`` of ``obs``."""
