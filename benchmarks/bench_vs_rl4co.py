@@ -2,11 +2,14 @@
 2-opt environment against rl4co 0.7.0's ``DACT`` in the same run.
 
 * inference: instance-steps per second of a sampling rollout (policy + env step),
-  best of 3;
+  best of 5 rounds that time every runner once in turn (this VM's speed drifts);
 * training: instance-steps per second of n-step PPO (``T_train`` steps in chunks of
   ``n_step``, ``K = 3`` updates per chunk), timed per training batch by a Lightning
   callback (fastest batch after a warm-up one), so the Trainer's setup is not counted;
 * CVRP-50 inference for ours alone (rl4co has no CVRP improvement environment).
+
+Ours is timed twice: eager, and with ``compiled=True`` (the pair scores under
+``torch.compile``; the compile itself happens in the warm-up and is not timed).
 
 Needs the optional ``bench`` extra (``pip install -e ".[bench]" -c
 benchmarks/constraints.txt``); without rl4co only our numbers are printed.
@@ -18,6 +21,7 @@ import argparse
 import math
 import time
 import warnings
+from collections.abc import Callable
 
 import lightning as L
 import torch
@@ -27,7 +31,7 @@ from pyg_routing.envs import improve
 from pyg_routing.models import DACTPolicy
 from pyg_routing.training import DACTLightning, RoutingDataModule
 
-REPEAT = 3   # inference: best of 3 timed rollouts for both libraries
+REPEAT = 5   # inference: best of 5 interleaved rounds for every runner
 
 
 class BatchTimer(L.Callback):
@@ -56,19 +60,20 @@ def per_second(times: list[float], inst_steps: int) -> float:
     return inst_steps / min(times[1:] or times)
 
 
-def ours_inference(problem: str, n: int, b: int, steps: int, pe: str) -> float:
-    policy = DACTPolicy.build(problem, pe=pe, dim=64, heads=4, num_layers=3)
+def ours_inference(problem: str, n: int, b: int, steps: int, pe: str,
+                   compiled: bool = False) -> Callable[[int], float]:
+    """A warmed-up timed rollout of ``steps`` steps: ``run(repeat) -> seconds``."""
+    policy = DACTPolicy.build(problem, pe=pe, dim=64, heads=4, num_layers=3, compiled=compiled)
     inst = make_generator(problem, n, seed=0).sample(b)
-    improve(inst, policy, steps=2, init="random")                   # warm-up
-    best = min(improve(inst, policy, steps=steps, init="random",
-                       generator=torch.Generator().manual_seed(r)).seconds
-               for r in range(REPEAT))
-    return b * steps / best
+    improve(inst, policy, steps=2, init="random")                   # warm-up (and compile)
+    return lambda r: improve(inst, policy, steps=steps, init="random",
+                             generator=torch.Generator().manual_seed(r)).seconds
 
 
-def ours_training(n: int, b: int, t_train: int, n_step: int, batches: int, pe: str) -> float:
+def ours_training(n: int, b: int, t_train: int, n_step: int, batches: int, pe: str,
+                  compiled: bool = False) -> float:
     model = DACTLightning("tsp", n, pe=pe, dim=64, heads=4, num_layers=3, batch_size=b,
-                          t_train=t_train, n_step=n_step, warm_up=0)
+                          t_train=t_train, n_step=n_step, warm_up=0, compiled=compiled)
     data = RoutingDataModule("tsp", n, batch_size=b, batches_per_epoch=batches, val_size=b)
     timer = BatchTimer()
     trainer(timer, batches).fit(model, data)
@@ -86,7 +91,7 @@ def rl4co_models(n: int, b: int, t_train: int, n_step: int, batches: int):
     return env, model
 
 
-def rl4co_inference(n: int, b: int, steps: int) -> float:
+def rl4co_inference(n: int, b: int, steps: int) -> Callable[[int], float]:
     env, model = rl4co_models(n, b, 4, 4, 1)
     policy = model.policy.eval()
     td = env.reset(batch_size=[b])
@@ -94,14 +99,26 @@ def rl4co_inference(n: int, b: int, steps: int) -> float:
         for _ in range(2):                                           # warm-up
             policy(td, env, phase="test")
             env.step(td)
-        best = math.inf
-        for _ in range(REPEAT):
+
+    def run(_: int) -> float:
+        with torch.no_grad():
             start = time.perf_counter()
             for _ in range(steps):
                 policy(td, env, phase="test")
                 env.step(td)
-            best = min(best, time.perf_counter() - start)
-    return b * steps / best
+            return time.perf_counter() - start
+    return run
+
+
+def interleaved_rates(runners: dict[str, Callable[[int], float]], inst_steps: int,
+                      repeat: int = REPEAT) -> dict[str, float]:
+    """Instance-steps/s of every runner, best of ``repeat`` rounds that time each
+    runner once in turn, so a slow phase of the machine hits all of them alike."""
+    best = dict.fromkeys(runners, math.inf)
+    for r in range(repeat):
+        for name, run in runners.items():
+            best[name] = min(best[name], run(r))
+    return {name: inst_steps / sec for name, sec in best.items()}
 
 
 def rl4co_training(n: int, b: int, t_train: int, n_step: int, batches: int) -> float:
@@ -120,6 +137,7 @@ def main() -> None:
     parser.add_argument("--n-step", type=int, default=4)
     parser.add_argument("--batches", type=int, default=4, help="training batches (1st = warm-up)")
     parser.add_argument("--pe", default="ipexpe", help="our encoding (dact_cpe = DACT's own)")
+    parser.add_argument("--no-compile", action="store_true", help="skip the compiled rows")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
@@ -131,20 +149,33 @@ def main() -> None:
         have_rl4co = False
         print("rl4co is not installed: pip install -e '.[bench]' -c benchmarks/constraints.txt")
 
-    rows = [("inference TSP", ours_inference("tsp", n, b, args.steps, args.pe),
-             rl4co_inference(n, b, args.steps) if have_rl4co else None),
-            ("training TSP", ours_training(n, b, args.t_train, args.n_step, args.batches,
-                                           args.pe),
-             rl4co_training(n, b, args.t_train, args.n_step, args.batches)
-             if have_rl4co else None),
-            ("inference CVRP", ours_inference("cvrp", n, b, args.steps, args.pe), None)]
+    variants = (False,) if args.no_compile else (False, True)
+    runners = {}
+    for problem in ("tsp", "cvrp"):
+        for compiled in variants:
+            runners[(problem, compiled)] = ours_inference(problem, n, b, args.steps, args.pe,
+                                                          compiled)
+    if have_rl4co:
+        runners["rl4co"] = rl4co_inference(n, b, args.steps)
+    rate = interleaved_rates(runners, b * args.steps)
+    ref_inf = rate.get("rl4co")
+    ref_train = (rl4co_training(n, b, args.t_train, args.n_step, args.batches)
+                 if have_rl4co else None)
+    rows = []
+    for compiled in variants:
+        tag = " compiled" if compiled else ""
+        rows += [(f"inference TSP{tag}", rate[("tsp", compiled)], ref_inf),
+                 (f"training TSP{tag}", ours_training(n, b, args.t_train, args.n_step,
+                                                     args.batches, args.pe, compiled),
+                  ref_train),
+                 (f"inference CVRP{tag}", rate[("cvrp", compiled)], None)]
     print(f"DACT, {n} customers, batch {b}, embed 64, 3 layers, pe={args.pe}; "
           f"training T_train={args.t_train}, n_step={args.n_step}, K=3")
-    print(f"{'':16s} {'ours inst-steps/s':>18s} {'rl4co inst-steps/s':>19s} {'ratio':>7s}")
+    print(f"{'':25s} {'ours inst-steps/s':>18s} {'rl4co inst-steps/s':>19s} {'ratio':>7s}")
     for name, ours, ref in rows:
         ref_s = "-" if ref is None else f"{ref:.0f}"
         ratio = "-" if ref is None else f"{ours / ref:.1f}x"
-        print(f"{name:16s} {ours:18.0f} {ref_s:>19s} {ratio:>7s}")
+        print(f"{name:25s} {ours:18.0f} {ref_s:>19s} {ratio:>7s}")
 
 
 if __name__ == "__main__":

@@ -1,3 +1,5 @@
+import shutil
+
 import pytest
 import torch
 
@@ -56,3 +58,61 @@ def test_sample_categorical_follows_the_distribution_and_skips_zeros():
     torch.testing.assert_close(freq, probs[0].double(), atol=0.01, rtol=0)
     # unnormalized rows and one-hot rows
     assert sample_categorical(torch.tensor([[0.0, 0.0, 3.0], [5.0, 0.0, 0.0]])).tolist() == [2, 0]
+
+
+def _compat_and_weights(seed: int = 0, b: int = 3, h: int = 4, m: int = 6):
+    torch.manual_seed(seed)
+    dec = PairDecoder(8 * h, heads=h)
+    compat = torch.randn(b, h, m, m)
+    first, last = dec.mix[0], dec.mix[2]
+    return dec, compat, (first.weight, first.bias, last.weight, last.bias)
+
+
+def test_pair_scores_are_clip_tanh_of_the_mix_mlp_per_pair():
+    from pyg_routing.models.pair_decoder import pair_scores, pair_scores_elementwise
+
+    dec, compat, w = _compat_and_weights()
+    with torch.no_grad():
+        ref = dec.clip * torch.tanh(dec.mix(compat.permute(0, 2, 3, 1)).squeeze(-1))
+        # one pair by hand: w2 . relu(w1 c + b1) + b2 for c = compat[1, :, 2, 4]
+        c = compat[1, :, 2, 4]
+        one = w[2] @ torch.relu(w[0] @ c + w[1]) + w[3]
+        torch.testing.assert_close(ref[1, 2, 4], dec.clip * torch.tanh(one[0]))
+        torch.testing.assert_close(pair_scores(compat, *w, dec.clip), ref)
+        torch.testing.assert_close(pair_scores_elementwise(compat, *w, dec.clip), ref,
+                                   atol=1e-5, rtol=1e-5)
+
+
+def test_select_draws_the_same_move_as_act():
+    torch.manual_seed(1)
+    dec = PairDecoder(16, heads=4)
+    h = torch.randn(6, 9, 16)
+    mask = torch.rand(6, 9, 9) < 0.5
+    mask[:, 0, 2] = True
+    for seed in range(5):
+        a, _, _ = dec.act(h, mask, generator=torch.Generator().manual_seed(seed))
+        s = dec.select(h, mask, generator=torch.Generator().manual_seed(seed))
+        assert torch.equal(a, s)
+        assert mask[torch.arange(6), s[:, 0], s[:, 1]].all()
+    assert torch.equal(dec.select(h, mask, greedy=True), dec.act(h, mask, greedy=True)[0])
+    with pytest.raises(ValueError, match="no allowed move"):
+        dec.select(h, torch.zeros_like(mask))
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="torch.compile on CPU needs a C++ compiler")
+def test_compiled_pair_scores_match_eager_values_and_gradients():
+    torch.manual_seed(0)
+    dec = PairDecoder(16, heads=4)
+    h = torch.randn(4, 7, 16, requires_grad=True)
+    mask = torch.rand(4, 7, 7) < 0.7
+    eager = dec(h, mask)
+    dec.compiled = True
+    assert "compiled=True" in repr(dec)
+    compiled = dec(h, mask)
+    torch.testing.assert_close(compiled, eager, atol=1e-5, rtol=1e-5)
+    params = [h, dec.mix[0].weight, dec.query.weight]
+    g_eager = torch.autograd.grad(eager[mask].sum(), params)
+    g_comp = torch.autograd.grad(compiled[mask].sum(), params)
+    for a, b in zip(g_eager, g_comp):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)

@@ -135,3 +135,32 @@ def test_ipexpe_observation_matches_the_env_encoding():
     pol = DACTPolicy.build("cvrp", pe="ipexpe", dim=32, num_layers=1, pe_dim=16, num_bands=4)
     ref = positional_encoding(state, dim=16, num_bands=4)
     torch.testing.assert_close(observe(state, pol).pe, ref.to(torch.float32))
+
+
+class _ForwardOnly(torch.nn.Module):
+    """A policy without ``act``: ``improve`` falls back to ``policy(obs)[0]``."""
+
+    def __init__(self, policy: DACTPolicy) -> None:
+        super().__init__()
+        self.inner = policy
+        self.encoder = policy.encoder
+
+    def forward(self, obs, greedy=False, generator=None):
+        return self.inner(obs, greedy=greedy, generator=generator)
+
+
+def test_search_path_act_makes_the_same_moves_as_forward():
+    torch.manual_seed(0)
+    inst = CVRPGenerator(12, seed=5).sample(3)
+    pol = DACTPolicy.build("cvrp", pe="ipexpe", dim=32, heads=4, num_layers=1, pe_dim=16)
+    fast = improve(inst, pol, steps=15, init="random", augment=2,
+                   generator=torch.Generator().manual_seed(7))
+    full = improve(inst, _ForwardOnly(pol), steps=15, init="random", augment=2,
+                   generator=torch.Generator().manual_seed(7))
+    assert fast.routes == full.routes
+    assert torch.equal(fast.best_cost, full.best_cost)
+    obs = observe(reset(inst), pol)
+    with torch.no_grad():
+        assert torch.equal(pol.act(obs, generator=torch.Generator().manual_seed(3)),
+                           pol(obs, generator=torch.Generator().manual_seed(3))[0])
+    _check(inst, fast)

@@ -103,7 +103,8 @@ def test_checkpoint_round_trip_and_load_policy_errors(tmp_path):
     for x, y in zip(_outputs(model.policy), _outputs(loaded.policy)):
         assert torch.equal(x, y)
     pol = load_policy(path, expect_problem="cvrp", expect_pe="ipexpe")
-    assert not pol.training
+    assert not pol.training and not pol.decoder.compiled
+    assert load_policy(path, compiled=True).decoder.compiled       # override at load
     for x, y in zip(_outputs(model.policy), _outputs(pol)):
         assert torch.equal(x, y)
     with pytest.raises(ValueError, match="positional encoding 'ipexpe'.*'ipe'"):

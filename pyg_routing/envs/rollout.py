@@ -81,7 +81,10 @@ def _policy_action(policy: nn.Module, state: TwoOptState, greedy: bool,
     stuck = ~mask.flatten(1).any(1)
     if bool(stuck.any()):                 # no allowed move: the no-op (0, 0)
         mask[stuck, 0, 0] = True
-    return policy(observe(state, policy, mask), greedy=greedy, generator=generator)[0]
+    obs = observe(state, policy, mask)
+    if hasattr(policy, "act"):            # DACTPolicy: no critic / log-prob / entropy
+        return policy.act(obs, greedy=greedy, generator=generator)
+    return policy(obs, greedy=greedy, generator=generator)[0]
 
 
 def improve(instances: RoutingInstances, policy: nn.Module | None = None, steps: int = 100,
@@ -91,7 +94,8 @@ def improve(instances: RoutingInstances, policy: nn.Module | None = None, steps:
 
     Args:
         instances: ``B`` TSP / CVRP / VRPTW instances.
-        policy: a ``DACTPolicy`` (anything with ``.encoder`` and
+        policy: a ``DACTPolicy`` (anything with ``.encoder`` and either
+            ``policy.act(obs, greedy=, generator=) -> action [B, 2]`` or
             ``policy(obs, greedy=, generator=) -> (action [B, 2], ...)``), run under
             ``torch.no_grad()``; ``None``: uniformly random allowed moves.
         steps: moves per instance.

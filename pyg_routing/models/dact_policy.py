@@ -45,19 +45,22 @@ class DACTPolicy(nn.Module):
         decoder_heads: compatibility heads of the pair decoder.
         critic_hidden: hidden width of the value head.
         clip: logit clipping of the pair decoder.
+        compiled: score move pairs with ``torch.compile`` (see :class:`PairDecoder`;
+            also settable later as ``policy.decoder.compiled``).
     """
 
     def __init__(self, encoder: GPSEncoder, decoder_heads: int = 4, critic_hidden: int = 64,
-                 clip: float = 6.0) -> None:
+                 clip: float = 6.0, compiled: bool = False) -> None:
         super().__init__()
         self.encoder = encoder
-        self.decoder = PairDecoder(encoder.dim, heads=decoder_heads, clip=clip)
+        self.decoder = PairDecoder(encoder.dim, heads=decoder_heads, clip=clip,
+                                   compiled=compiled)
         self.critic = ValueHead(encoder.dim, extra=2, hidden=critic_hidden)
 
     @classmethod
     def build(cls, problem: Any = "cvrp", pe: str = "ipexpe", dim: int = 64, heads: int = 4,
               num_layers: int = 3, pe_dim: int = 32, num_bands: int = 4,
-              **encoder_kwargs: Any) -> DACTPolicy:
+              compiled: bool = False, **encoder_kwargs: Any) -> DACTPolicy:
         """A policy for ``problem`` (a name or a ``Problem``; TSP/CVRP 6 input
         channels, VRPTW 9) with encoding ``pe``; ``heads`` is used by the encoder
         and the decoder. Extra keyword arguments go to :class:`GPSEncoder`."""
@@ -67,7 +70,7 @@ class DACTPolicy(nn.Module):
         enc = GPSEncoder(in_channels=IN_CHANNELS[key], dim=dim, heads=heads,
                          num_layers=num_layers, pe=pe, pe_dim=pe_dim, num_bands=num_bands,
                          **encoder_kwargs)
-        return cls(enc, decoder_heads=heads)
+        return cls(enc, decoder_heads=heads, compiled=compiled)
 
     def reset_parameters(self) -> None:
         self.encoder.reset_parameters()
@@ -99,6 +102,13 @@ class DACTPolicy(nn.Module):
         h = self.embed(obs)
         action, log_prob, entropy = self.decoder.act(h, obs.mask, action, greedy, generator)
         return action, log_prob, entropy, self.critic(h, extra=obs.extra.to(h.dtype))
+
+    def act(self, obs: ObservationLike, greedy: bool = False,
+            generator: torch.Generator | None = None) -> Tensor:
+        """Only the move ``[B, 2]`` (the draw :meth:`forward` makes for the same
+        ``generator`` state), without critic, log-probability and entropy: what a
+        search loop needs (:func:`pyg_routing.envs.improve` calls it)."""
+        return self.decoder.select(self.embed(obs), obs.mask, greedy, generator)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.encoder!r}, {self.decoder!r})"

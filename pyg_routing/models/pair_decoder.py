@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.distributions import Categorical
 
@@ -20,6 +21,47 @@ def sample_categorical(probs: Tensor, generator: torch.Generator | None = None) 
     return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp_(max=probs.size(1) - 1)
 
 
+def pair_scores(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
+                clip: float) -> Tensor:
+    """``clip * tanh(MLP(compat))`` per pair, ``[B, H, M, M] -> [B, M, M]``, where
+    ``MLP(c) = w2 · relu(w1 c + b1) + b2`` mixes the ``H`` heads of one pair.
+
+    Eager form: the pairs as one contiguous ``[B*M*M, H + 1]`` matrix (a column of
+    ones carries ``b1``) times ``[H + 1, hidden]``, ReLU in place. The
+    ``[B*M*M, hidden]`` activation is the largest tensor of a search step; an
+    out-of-place ReLU or ``addmm``'s broadcast bias copy each cost more than the
+    product itself."""
+    b, _, m, _ = compat.shape
+    pairs = torch.cat([compat.permute(0, 2, 3, 1), compat.new_ones(b, m, m, 1)], -1)
+    weight = torch.cat([w1, b1.unsqueeze(1)], 1).t().to(pairs.dtype)   # [H+1, hidden]
+    hidden = pairs.view(b * m * m, -1).mm(weight).relu_()
+    out = torch.addmm(b2.to(hidden.dtype), hidden, w2.t().to(hidden.dtype))
+    return clip * torch.tanh(out.view(b, m, m))
+
+
+def pair_scores_elementwise(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
+                            clip: float) -> Tensor:
+    """:func:`pair_scores` written as broadcasts and sums, for ``torch.compile``:
+    Inductor fuses it into one loop that never stores the ``hidden`` activations
+    (eagerly, this form would be slower: it materialises ``[B, hidden, M, M]``)."""
+    hid = w1.size(0)
+    h = (compat.unsqueeze(2) * w1.t().reshape(1, -1, hid, 1, 1)).sum(1)
+    h = torch.relu(h + b1.view(1, hid, 1, 1))
+    return clip * torch.tanh((h * w2.view(1, hid, 1, 1)).sum(1) + b2)
+
+
+_COMPILED: dict[str, object] = {}
+
+
+def compiled_pair_scores() -> object:
+    """:func:`pair_scores_elementwise` under ``torch.compile(dynamic=True)``, built
+    once per process (first call compiles: seconds; needs a C++ compiler on CPU,
+    Triton on CUDA)."""
+    if "fn" not in _COMPILED:
+        _COMPILED["fn"] = torch.compile(pair_scores_elementwise, dynamic=True)
+    return _COMPILED["fn"]
+
+
 class PairDecoder(nn.Module):
     r"""Scores every node pair ``(i, j)`` as a move and samples one (Ma et al. 2021).
 
@@ -30,16 +72,20 @@ class PairDecoder(nn.Module):
     Args:
         dim: node embedding width. heads: compatibility heads.
         hidden: width of the per-pair MLP. clip: logit clipping ``C``.
+        compiled: score pairs with :func:`compiled_pair_scores` (``torch.compile``;
+            several times faster on large ``B * M * M``, same values up to float
+            rounding); the first call compiles.
 
     Shapes: ``h [B, M, dim]``, ``mask [B, M, M]`` (True = allowed move) ->
     logits ``[B, M, M]`` (``-inf`` where not allowed).
     """
 
-    def __init__(self, dim: int, heads: int = 4, hidden: int = 32, clip: float = 6.0) -> None:
+    def __init__(self, dim: int, heads: int = 4, hidden: int = 32, clip: float = 6.0,
+                 compiled: bool = False) -> None:
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim={dim} must be divisible by heads={heads}")
-        self.dim, self.heads, self.clip = dim, heads, clip
+        self.dim, self.heads, self.clip, self.compiled = dim, heads, clip, compiled
         self.query = nn.Linear(dim, dim, bias=False)
         self.key = nn.Linear(dim, dim, bias=False)
         self.mix = nn.Sequential(nn.Linear(heads, hidden), nn.ReLU(), nn.Linear(hidden, 1))
@@ -54,10 +100,14 @@ class PairDecoder(nn.Module):
 
     def forward(self, h: Tensor, mask: Tensor) -> Tensor:
         b, m, _ = h.shape
-        q = self.query(h).view(b, m, self.heads, -1).transpose(1, 2)
+        # 1/sqrt(d) folded into the query weight: [dim, dim] instead of [B, H, M, M].
+        scale = 1.0 / math.sqrt(self.dim // self.heads)
+        q = F.linear(h, self.query.weight * scale).view(b, m, self.heads, -1).transpose(1, 2)
         k = self.key(h).view(b, m, self.heads, -1).transpose(1, 2)
-        compat = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))           # [B, H, M, M]
-        logits = self.clip * torch.tanh(self.mix(compat.permute(0, 2, 3, 1)).squeeze(-1))
+        compat = q @ k.transpose(-1, -2)                                   # [B, H, M, M]
+        first, last = self.mix[0], self.mix[2]
+        score = compiled_pair_scores() if self.compiled else pair_scores
+        logits = score(compat, first.weight, first.bias, last.weight, last.bias, self.clip)
         return logits.masked_fill(~mask, float("-inf"))
 
     def act(self, h: Tensor, mask: Tensor, action: Tensor | None = None,
@@ -66,29 +116,46 @@ class PairDecoder(nn.Module):
         """Pick (sample, or ``greedy``: argmax) or score a given move ``action [B, 2]``.
 
         The distribution is built on float32 logits; sampling draws from
-        ``generator`` (default: the global RNG) with :func:`sample_categorical`.
+        ``generator`` (default: the global RNG) with :func:`sample_categorical`,
+        exactly as :meth:`select` does.
 
         Returns ``action [B, 2]`` (node indices ``i, j``), its ``log_prob [B]`` and
         the policy ``entropy [B]``. Raises ``ValueError`` when an instance has no
         allowed move at all.
         """
+        logits = self._flat_logits(h, mask)                          # [B, M*M]
+        m = h.size(1)
+        if action is not None:
+            flat = action[:, 0] * m + action[:, 1]
+        else:
+            flat = self._pick(logits, greedy, generator)
+        dist = Categorical(logits=logits)
+        return torch.stack([flat // m, flat % m], dim=-1), dist.log_prob(flat), dist.entropy()
+
+    def select(self, h: Tensor, mask: Tensor, greedy: bool = False,
+               generator: torch.Generator | None = None) -> Tensor:
+        """Only the move ``[B, 2]`` of :meth:`act` (same draw for the same
+        ``generator`` state), without log-probability and entropy: the search path."""
+        m = h.size(1)
+        flat = self._pick(self._flat_logits(h, mask), greedy, generator)
+        return torch.stack([flat // m, flat % m], dim=-1)
+
+    def _flat_logits(self, h: Tensor, mask: Tensor) -> Tensor:
         allowed = mask.flatten(1).any(1)
         if not bool(allowed.all()):
             stuck = torch.nonzero(~allowed).flatten()[:5].tolist()
             raise ValueError(f"no allowed move for instance(s) {stuck}")
-        logits = self(h, mask).flatten(1)                           # [B, M*M]
-        dist = Categorical(logits=logits.float())
-        m = h.size(1)
-        if action is not None:
-            flat = action[:, 0] * m + action[:, 1]
-        elif greedy:
-            flat = logits.argmax(-1)
-        else:
-            flat = sample_categorical(dist.probs, generator)
-        return torch.stack([flat // m, flat % m], dim=-1), dist.log_prob(flat), dist.entropy()
+        return self(h, mask).flatten(1).float()
+
+    @staticmethod
+    def _pick(logits: Tensor, greedy: bool, generator: torch.Generator | None) -> Tensor:
+        if greedy:
+            return logits.argmax(-1)
+        return sample_categorical(torch.softmax(logits, -1), generator)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, clip={self.clip})"
+        return (f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, clip={self.clip}"
+                f"{', compiled=True' if self.compiled else ''})")
 
 
 class ValueHead(nn.Module):

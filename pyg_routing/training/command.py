@@ -45,6 +45,8 @@ def add_evaluate_parser(sub: Any) -> None:
     p.add_argument("--init", choices=("sweep", "nearest_neighbor", "random"), default="sweep",
                    help="starting solutions (DACT trains from random ones)")
     p.add_argument("--seed", type=int, default=1234, help="test-set seed")
+    p.add_argument("--compile", action="store_true",
+                   help="score move pairs with torch.compile (faster search steps)")
     p.add_argument("--any-size", action="store_true",
                    help="allow a problem size other than the one trained on")
     p.add_argument("--reference", choices=("pyvrp", "none"), default="pyvrp")
@@ -74,7 +76,8 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
             raise ValueError(f"checkpoint {args.checkpoint} was trained on "
                              f"{args.problem}-{trained}, but --num-customers is "
                              f"{args.num_customers}; pass --any-size to evaluate anyway")
-        policy = load_policy(args.checkpoint, expect_problem=args.problem)
+        policy = load_policy(args.checkpoint, expect_problem=args.problem,
+                             compiled=True if args.compile else None)
     instances = make_generator(args.problem, args.num_customers, seed=args.seed).sample(
         args.instances)
     result = improve(instances, policy, steps=args.steps, init=args.init, augment=args.augment,

@@ -52,6 +52,9 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
     p.add_argument("--pe-gate", action="store_true",
                    help="scale the node encoding by a learnable gate initialised at 0 "
                         "(h0 = FF([x || g PE])); node encodings only")
+    p.add_argument("--compile", action="store_true",
+                   help="score move pairs with torch.compile (faster steps; the first "
+                        "call compiles for a few seconds; needs a C++ compiler on CPU)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--accelerator", default="auto", help="lightning accelerator")
     p.add_argument("--devices", default="1", help="number of devices (or 'auto')")
@@ -98,7 +101,7 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
                           pe_dim=args.pe_dim, batch_size=args.batch_size,
                           t_train=args.t_train, n_step=args.n_step, val_steps=args.val_steps,
                           lr_actor=args.lr_actor, lr_critic=args.lr_critic, seed=args.seed,
-                          pe_gate=args.pe_gate)
+                          pe_gate=args.pe_gate, compiled=args.compile)
     # One validation batch holding the whole set: it is then exactly the instances of
     # ``RoutingDataset(..., num_instances=val_size, seed=seed + VAL_SEED_OFFSET)``.
     data = RoutingDataModule(args.problem, args.num_customers, batch_size=args.batch_size,

@@ -86,6 +86,8 @@ class DACTLightning(L.LightningModule):
         seed: base seed of the per-batch generators.
         pe_gate: zero-initialised learnable gate on the node code
             (:class:`~pyg_routing.models.GPSEncoder`); off by default (paper).
+        compiled: score move pairs with ``torch.compile``
+            (:class:`~pyg_routing.models.PairDecoder`); same model, faster steps.
     """
 
     def __init__(self, problem: str = "cvrp", num_customers: int = 20, pe: str = "ipexpe",
@@ -95,7 +97,7 @@ class DACTLightning(L.LightningModule):
                  lr_actor: float = 1e-4, lr_critic: float = 3e-5, lr_decay: float = 0.985,
                  max_grad_norm: float | None = 0.2, value_coef: float = 1.0,
                  warm_up: float = 2.0, init: str | None = None, val_steps: int = 200,
-                 seed: int = 0, pe_gate: bool = False) -> None:
+                 seed: int = 0, pe_gate: bool = False, compiled: bool = False) -> None:
         super().__init__()
         problem = Problem.parse(problem).value
         if t_train % n_step:
@@ -106,7 +108,8 @@ class DACTLightning(L.LightningModule):
         self.automatic_optimization = False
         self.policy = DACTPolicy.build(problem, pe=pe, dim=dim, heads=heads,
                                        num_layers=num_layers, pe_dim=pe_dim,
-                                       num_bands=num_bands, pe_gate=pe_gate)
+                                       num_bands=num_bands, pe_gate=pe_gate,
+                                       compiled=compiled)
 
     # ------------------------------------------------------------------ policy
     def evaluate(self, obs: Observation, action: Tensor | None = None,
@@ -276,8 +279,10 @@ class DACTLightning(L.LightningModule):
 
 
 def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = None,
-                expect_pe: str | None = None, map_location: Any = "cpu") -> DACTPolicy:
+                expect_pe: str | None = None, map_location: Any = "cpu",
+                compiled: bool | None = None) -> DACTPolicy:
     """The trained :class:`DACTPolicy` of a :class:`DACTLightning` checkpoint (eval mode).
+    ``compiled`` overrides whether its decoder uses ``torch.compile`` (default: as trained).
 
     Raises:
         ValueError: the file is not a ``DACTLightning`` checkpoint, or it was
@@ -297,4 +302,6 @@ def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = No
         raise ValueError(f"checkpoint {ckpt_path} uses positional encoding {hp['pe']!r}, "
                          f"but {expect_pe!r} was expected")
     model = DACTLightning.load_from_checkpoint(ckpt_path, map_location=map_location)
+    if compiled is not None:
+        model.policy.decoder.compiled = compiled
     return model.policy.eval()
