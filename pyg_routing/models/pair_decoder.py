@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -50,16 +52,12 @@ def pair_scores_elementwise(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, 
     return clip * torch.tanh((h * w2.view(1, hid, 1, 1)).sum(1) + b2)
 
 
-_COMPILED: dict[str, object] = {}
-
-
-def compiled_pair_scores() -> object:
+@functools.cache
+def compiled_pair_scores() -> Callable[..., Tensor]:
     """:func:`pair_scores_elementwise` under ``torch.compile(dynamic=True)``, built
     once per process (first call compiles: seconds; needs a C++ compiler on CPU,
     Triton on CUDA)."""
-    if "fn" not in _COMPILED:
-        _COMPILED["fn"] = torch.compile(pair_scores_elementwise, dynamic=True)
-    return _COMPILED["fn"]
+    return torch.compile(pair_scores_elementwise, dynamic=True)
 
 
 class PairDecoder(nn.Module):
