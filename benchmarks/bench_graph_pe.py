@@ -21,7 +21,8 @@ from torch_geometric.utils import to_undirected
 from pyg_routing.data import RoutingData, edge_index_from_tours
 from pyg_routing.data.generators import CVRPGenerator
 from pyg_routing.data.solvers import nearest_neighbor, sweep, tours_to_routes
-from pyg_routing.functional.graph_pe import laplacian_pe, random_walk_pe
+from pyg_routing.functional.graph_pe import laplacian_pe
+from pyg_routing.functional.random_walk_pe import random_walk_pe
 from pyg_routing.transforms.laplacian_pe import LaplacianPE
 from pyg_routing.transforms.random_walk_pe import RandomWalkPE
 

@@ -14,7 +14,8 @@ from torch_geometric.utils import to_undirected
 from pyg_routing.data import RoutingData
 from pyg_routing.errors import NoSolutionError
 from pyg_routing.functional._route_graph import route_graph, route_graph_from_data
-from pyg_routing.functional.graph_pe import laplacian_pe, random_walk_pe
+from pyg_routing.functional.graph_pe import laplacian_pe
+from pyg_routing.functional.random_walk_pe import random_walk_pe
 from pyg_routing.transforms.laplacian_pe import LaplacianPE
 from pyg_routing.transforms.random_walk_pe import RandomWalkPE
 

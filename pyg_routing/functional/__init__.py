@@ -5,7 +5,7 @@ the modules in :mod:`pyg_routing.models.pe` and the search loops of the backbone
 share, so an encoding can be recomputed every search step.
 """
 
-from pyg_routing.functional.graph_pe import laplacian_pe, random_walk_pe
+from pyg_routing.functional.graph_pe import laplacian_pe
 from pyg_routing.functional.index_pe import (
            cycleformer_pe,
            dact_cpe,
@@ -21,6 +21,7 @@ from pyg_routing.functional.pair_pe import (
            hop_distance,
            position_offsets,
 )
+from pyg_routing.functional.random_walk_pe import random_walk_pe
 from pyg_routing.functional.route_pe import ipe, ipe_frequencies, ipexpe, xpe
 
 __all__ = ["alibi_slopes", "apply_rotary", "cycleformer_pe", "dact_cpe", "dense_route_inputs",

@@ -149,6 +149,16 @@ def route_graph(edge_index: Tensor, num_nodes: int | None = None, batch: Tensor 
     return _finish(batch, ptr, depot, route_pos, route_id, route_size, route_batch)
 
 
+def as_route_graph(graph: Tensor | RouteGraph, num_nodes: int | None = None,
+                   batch: Tensor | None = None, ptr: Tensor | None = None,
+                   depot_mask: Tensor | None = None) -> RouteGraph:
+    """``graph`` itself when it is a :class:`RouteGraph`, else :func:`route_graph`
+    of the ``[2, E]`` arcs (what the public graph encodings accept)."""
+    if isinstance(graph, RouteGraph):
+        return graph
+    return route_graph(graph, num_nodes, batch, ptr, depot_mask)
+
+
 def route_graph_from_data(data: Data, name: str = "this encoding") -> RouteGraph:
     """The route graph of a ``RoutingData`` or a ``Batch`` of them.
 

@@ -1,9 +1,10 @@
-r"""Graph encodings of route graphs: Laplacian PE and RWSE (paper App. E), batched.
+r"""Laplacian PE of route graphs (paper App. E), batched.
 
-Both live on the *route graph* (:mod:`pyg_routing.functional._route_graph`): cycles
+It lives on the *route graph* (:mod:`pyg_routing.functional._route_graph`): cycles
 through the depot, pendant edges (single-customer routes) and isolated unvisited
-customers. Instead of per-graph linear algebra, both use that structure in closed
+customers. Instead of per-graph linear algebra, it uses that structure in closed
 form, vectorized over all graphs, routes and nodes at once (no Python loops).
+RWSE, the other graph encoding, is in :mod:`pyg_routing.functional.random_walk_pe`.
 
 **Laplacian PE** (``L = D - A``). Cutting the depot out of a cycle route of ``m``
 customers leaves a path with Dirichlet modes ``sin(π p j / M)`` (``M = m + 1``),
@@ -21,9 +22,6 @@ eigenvector of ``L`` is one of:
 
 Roots come from a rational-model iteration on ``F`` (4-5 ``[A, P]`` passes), the
 vectors from one table gather and a ``sin`` per node: no eigensolver at all.
-
-**RWSE** ``(R^t)_{vv}``, ``R = D^{-1} A``: per-route walk tables convolved with
-each graph's depot-return series (see :func:`~pyg_routing.functional._route_graph.rwse`).
 """
 
 from __future__ import annotations
@@ -35,21 +33,14 @@ import torch
 from torch import Tensor
 
 from pyg_routing.data.route_quantities import _take
-from pyg_routing.functional._route_graph import RouteGraph, route_graph, rwse
+from pyg_routing.functional._route_graph import RouteGraph, as_route_graph
 
-__all__ = ["laplacian_pe", "random_walk_pe"]
+__all__ = ["laplacian_pe"]
 
 
 def _work_dtype(device: torch.device) -> torch.dtype:
     # MPS has no float64; everywhere else the secular equation wants it.
     return torch.float32 if device.type == "mps" else torch.float64
-
-
-def _as_route_graph(graph: Tensor | RouteGraph, num_nodes: int | None, batch: Tensor | None,
-                    ptr: Tensor | None, depot_mask: Tensor | None) -> RouteGraph:
-    if isinstance(graph, RouteGraph):
-        return graph
-    return route_graph(graph, num_nodes, batch, ptr, depot_mask)
 
 
 def _dense_rows(mask: Tensor, rg: RouteGraph) -> tuple[Tensor, int]:
@@ -182,7 +173,7 @@ def laplacian_pe(graph: Tensor | RouteGraph, num_nodes: int | None = None,
     """
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"laplacian_pe needs k >= 1 eigenvectors, got k={k!r}")
-    rg = _as_route_graph(graph, num_nodes, batch, ptr, depot_mask)
+    rg = as_route_graph(graph, num_nodes, batch, ptr, depot_mask)
     wd = _work_dtype(rg.batch.device)
     modes = _Modes.of(rg, wd)
     kind, lam, step, coef = _spectrum(rg, modes, k)
@@ -381,25 +372,3 @@ def _eigenvectors(rg: RouteGraph, md: _Modes, kind: Tensor, lam: Tensor, step: T
     if bool(slow.any()):
         out = torch.where(_take(slow, rg.batch), _robust_secular(rg, md, lam, sign), out)
     return out
-
-
-def random_walk_pe(graph: Tensor | RouteGraph, num_nodes: int | None = None,
-                   batch: Tensor | None = None, *, walk_length: int = 8,
-                   ptr: Tensor | None = None, depot_mask: Tensor | None = None,
-                   dtype: torch.dtype | None = None) -> Tensor:
-    r"""Random-walk structural encoding (RWSE) of route graphs,
-    ``[(R^t)_{vv}]_{t=1..walk_length}`` with ``R = D^{-1} A``, ``[N, walk_length]``.
-
-    Args:
-        graph: ``[2, E]`` route arcs, or a :class:`RouteGraph`.
-        num_nodes, batch, ptr, depot_mask: see :func:`route_graph`.
-        walk_length: ``K``, the number of steps.
-        dtype: output dtype (default: ``torch.get_default_dtype()``).
-
-    Equals PyG's ``AddRandomWalkPE(walk_length)`` on the undirected simple route
-    graph (isolated nodes: 0), computed exactly from per-route tables.
-    """
-    if not isinstance(walk_length, int) or walk_length < 1:
-        raise ValueError(f"random_walk_pe needs walk_length >= 1, got {walk_length!r}")
-    rg = _as_route_graph(graph, num_nodes, batch, ptr, depot_mask)
-    return rwse(rg, walk_length, torch.get_default_dtype() if dtype is None else dtype)

@@ -7,7 +7,7 @@ from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
 from pyg_routing.functional._route_graph import route_graph_from_data
-from pyg_routing.functional.graph_pe import random_walk_pe
+from pyg_routing.functional.random_walk_pe import random_walk_pe
 from pyg_routing.transforms._base import set_node_attr
 
 
@@ -19,7 +19,7 @@ class RandomWalkPE(BaseTransform):
     Values equal PyG's ``AddRandomWalkPE(walk_length)`` applied to that graph
     (isolated unvisited customers: all zeros), but a whole ``Batch`` is computed
     at once from per-route tables
-    (see :func:`~pyg_routing.functional.graph_pe.random_walk_pe`).
+    (see :func:`~pyg_routing.functional.random_walk_pe.random_walk_pe`).
 
     Args:
         walk_length: number of random-walk steps ``K``.
