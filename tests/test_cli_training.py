@@ -91,3 +91,24 @@ def test_train_with_a_pe_gate_round_trips_through_the_checkpoint(tmp_path):
     policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipe")
     assert policy.encoder.pe_gate is not None
     assert "policy.encoder.pe_gate" in torch.load(ckpt, weights_only=False)["state_dict"]
+
+
+def _weights(ckpt: Path) -> dict:
+    return torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
+
+
+def test_train_resume_continues_like_an_uninterrupted_run(checkpoint, tmp_path):
+    """`train --epochs 2 --resume last.ckpt` (the 1-epoch run of the fixture) ends
+    with the weights of a straight 2-epoch run: same batches, same decayed lr."""
+    args = list(TINY)
+    args[args.index("--epochs") + 1] = "2"
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--out", str(straight),
+                 *args]) == 0
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--out", str(resumed),
+                 "--resume", checkpoint, *args]) == 0
+    a = _weights(next(straight.rglob("last.ckpt")))
+    b = _weights(next(resumed.rglob("last.ckpt")))
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key

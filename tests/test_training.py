@@ -139,13 +139,84 @@ def test_resume_is_exact(tmp_path):
 
 
 class _RankSync(L.Callback):
-    """Gathers a parameter checksum of every rank at the end of training."""
+    """Gathers a parameter checksum and a checksum of the first training batch of
+    every rank at the end of training."""
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if batch_idx == 0:
+            self.data = batch.pos.sum().reshape(1)
 
     def on_train_end(self, trainer, pl_module):
         flat = torch.cat([p.detach().flatten() for p in pl_module.parameters()])
         sums = pl_module.all_gather(torch.stack([flat.sum(), flat.abs().sum()]))
+        data = pl_module.all_gather(self.data)
         if trainer.global_rank == 0:
-            torch.save(sums, trainer.default_root_dir + "/sums.pt")
+            torch.save({"sums": sums, "data": data}, trainer.default_root_dir + "/sums.pt")
+
+
+class _StopAfterFirstBatch(L.Callback):
+    """Saves a checkpoint after batch 0 of epoch 0 and stops (a mid-epoch stop, as
+    ``--max-minutes`` or a preemption gives)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if trainer.current_epoch == 0 and batch_idx == 0:
+            trainer.save_checkpoint(self.path)
+            trainer.should_stop = True
+
+
+class _RecordBatches(L.Callback):
+    def __init__(self):
+        self.seen = []
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        self.seen.append((trainer.current_epoch, batch_idx, batch.pos.sum().item()))
+
+
+def test_resume_from_a_mid_epoch_checkpoint_is_exact(tmp_path):
+    """Stopped after batch 0 of 2 and resumed: the resumed run gets batch 1's data
+    (not batch 0's again) and ends with the weights of an uninterrupted run."""
+    seen_straight, seen_resumed = _RecordBatches(), _RecordBatches()
+    straight = _model()
+    _trainer(tmp_path / "a", max_epochs=2, callbacks=[seen_straight]).fit(
+        straight, datamodule=_dm())
+    path = tmp_path / "mid.ckpt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # Lightning warns that the loader is not stateful
+        _trainer(tmp_path / "b", max_epochs=2, callbacks=[_StopAfterFirstBatch(path)]).fit(
+            _model(), datamodule=_dm())
+        resumed = _model()
+        _trainer(tmp_path / "c", max_epochs=2, callbacks=[seen_resumed]).fit(
+            resumed, datamodule=_dm(), ckpt_path=path)
+    assert len(seen_straight.seen) == 4
+    assert seen_resumed.seen == seen_straight.seen[1:]
+    for a, b in zip(straight.parameters(), resumed.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_resume_from_the_last_checkpoint_of_model_checkpoint_is_exact(tmp_path):
+    """The checkpoint the CLI writes (``ModelCheckpoint(save_last=True)``, saved at the
+    end of epoch 0 before the epoch counter moves on): resuming it trains epoch 1 on
+    epoch 1's batches with the once-decayed learning rate, as an uninterrupted run."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    seen_straight, seen_resumed = _RecordBatches(), _RecordBatches()
+    straight = _model()
+    _trainer(tmp_path / "a", max_epochs=2, callbacks=[seen_straight]).fit(
+        straight, datamodule=_dm())
+    ckpt = ModelCheckpoint(dirpath=tmp_path / "ck", save_last=True)
+    _trainer(tmp_path / "b", max_epochs=1, enable_checkpointing=True, callbacks=[ckpt]).fit(
+        _model(), datamodule=_dm())
+    resumed = _model()
+    _trainer(tmp_path / "c", max_epochs=2, callbacks=[seen_resumed]).fit(
+        resumed, datamodule=_dm(), ckpt_path=tmp_path / "ck" / "last.ckpt")
+    assert seen_resumed.seen == seen_straight.seen[2:]
+    lr = resumed.optimizers().optimizer.param_groups[0]["lr"]
+    assert lr == pytest.approx(resumed.hparams.lr_actor * resumed.hparams.lr_decay)
+    for a, b in zip(straight.parameters(), resumed.parameters()):
+        assert torch.equal(a, b)
 
 
 def test_ddp_spawn_two_cpu_processes(tmp_path):
@@ -157,7 +228,9 @@ def test_ddp_spawn_two_cpu_processes(tmp_path):
                        deterministic=False, callbacks=[_RankSync()],
                        default_root_dir=str(tmp_path))
     trainer.fit(model, datamodule=_dm())
-    sums = torch.load(tmp_path / "sums.pt")
+    saved = torch.load(tmp_path / "sums.pt")
+    sums, data = saved["sums"], saved["data"].flatten()
     assert sums.shape == (2, 2)
     torch.testing.assert_close(sums[0], sums[1], rtol=0, atol=0)
+    assert data[0] != data[1]       # each rank trained on its own share of the batches
     assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))

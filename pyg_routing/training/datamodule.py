@@ -3,10 +3,19 @@
 Every training batch is a whole batch of instances drawn by
 ``make_generator(problem, num_customers, seed=base_seed + k).sample(batch_size)``
 where ``k = epoch * batches_per_epoch + i`` is the GLOBAL batch index: the data
-depend only on ``(base_seed, epoch, i)``, never on RNG history, so a run resumed
-from an end-of-epoch checkpoint sees exactly the batches an uninterrupted run sees.
-The epoch reaches the sampler through ``set_epoch``, which Lightning's fit loop
-calls at every epoch start.
+depend only on ``(base_seed, epoch, i)``, never on RNG history. The epoch reaches
+the sampler through ``set_epoch``, which Lightning's fit loop calls at every epoch
+start.
+
+Resuming: a plain ``DataLoader`` cannot tell where a restored fit loop goes on.
+Mid-epoch it restarts its epoch (batch ``i`` would get item ``epoch * n``), and
+from an end-of-epoch ``ModelCheckpoint`` Lightning serves the next epoch from an
+iterator made before the epoch counter moved on. So every item carries its
+``generation_key`` ``k``, and :meth:`RoutingDataModule.on_before_batch_transfer`
+(called with Lightning's final epoch and batch index) swaps in the item the
+sampler gives batch ``i`` of that epoch (``epoch * n + i``; this rank's share under
+DDP) whenever they differ: a resumed run sees exactly the batches an uninterrupted
+run sees.
 """
 
 from __future__ import annotations
@@ -26,7 +35,8 @@ def _identity(batch: RoutingInstances) -> RoutingInstances:
 
 
 class GeneratedBatches(Dataset):
-    """Item ``k`` = ``batch_size`` instances generated with seed ``base_seed + k``.
+    """Item ``k`` = ``batch_size`` instances generated with seed ``base_seed + k``
+    (its attribute ``generation_key`` is ``k``).
 
     Args:
         problem: ``tsp``, ``cvrp``, ``vrptw`` ... (see ``make_generator``).
@@ -48,7 +58,9 @@ class GeneratedBatches(Dataset):
     def __getitem__(self, k: int) -> RoutingInstances:
         gen = make_generator(self.problem, self.num_customers, seed=self.base_seed + int(k),
                              **self.generator_kwargs)
-        return gen.sample(self.batch_size)
+        batch = gen.sample(self.batch_size)
+        batch.generation_key = int(k)       # read by RoutingDataModule on resume
+        return batch
 
 
 class EpochBatchSampler(Sampler[int]):
@@ -103,6 +115,7 @@ class RoutingDataModule(L.LightningDataModule):
         super().__init__()
         self.save_hyperparameters()
         self.generator_kwargs = generator_kwargs
+        self._keys: tuple[int, list[int]] | None = None
 
     def _loader(self, dataset: Dataset, sampler: Sampler[int]) -> DataLoader:
         hp = self.hparams
@@ -110,14 +123,43 @@ class RoutingDataModule(L.LightningDataModule):
                           num_workers=hp.num_workers, persistent_workers=hp.num_workers > 0)
 
     def train_dataloader(self) -> DataLoader:
-        hp = self.hparams
-        ds = GeneratedBatches(hp.problem, hp.num_customers, hp.batch_size, hp.seed,
-                              hp.batches_per_epoch, **self.generator_kwargs)
-        return self._loader(ds, EpochBatchSampler(hp.batches_per_epoch, self._epoch))
+        return self._loader(self._train_set(),
+                            EpochBatchSampler(self.hparams.batches_per_epoch, self._epoch))
 
     def _epoch(self) -> int | None:
         trainer = getattr(self, "trainer", None)
         return None if trainer is None else int(trainer.current_epoch)
+
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Training batches: the item of Lightning's current ``(epoch, batch_idx)``.
+
+        Lightning calls this hook after the fetch, with ``current_epoch`` final and
+        ``batch_progress.current.ready`` equal to the ``batch_idx`` that
+        ``training_step`` will get. An item drawn for another position (only the
+        first epoch of a resumed fit) is replaced by the right one."""
+        trainer = getattr(self, "trainer", None)
+        key = getattr(batch, "generation_key", None)
+        if trainer is None or not trainer.training or key is None:
+            return batch
+        keys = self._epoch_keys(trainer)
+        i = trainer.fit_loop.epoch_loop.batch_progress.current.ready
+        if i >= len(keys) or keys[i] == key:
+            return batch
+        return self._train_set()[keys[i]]
+
+    def _epoch_keys(self, trainer: L.Trainer) -> list[int]:
+        """This rank's item keys of the current epoch, in order: the train loader's
+        sampler as Lightning set it up (under DDP wrapped in a distributed sampler
+        that hands each rank its share), listed once per epoch."""
+        epoch = int(trainer.current_epoch)
+        if self._keys is None or self._keys[0] != epoch:
+            self._keys = (epoch, [int(k) for k in trainer.train_dataloader.sampler])
+        return self._keys[1]
+
+    def _train_set(self) -> GeneratedBatches:
+        hp = self.hparams
+        return GeneratedBatches(hp.problem, hp.num_customers, hp.batch_size, hp.seed,
+                                hp.batches_per_epoch, **self.generator_kwargs)
 
     def val_dataloader(self) -> DataLoader:
         hp = self.hparams

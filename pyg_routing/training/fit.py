@@ -55,7 +55,8 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
     p.add_argument("--compile", action="store_true",
                    help="score move pairs with torch.compile (faster steps; the first "
                         "call compiles for a few seconds; needs a C++ compiler on CPU)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="training seed: initial weights, batches and sampled moves")
     p.add_argument("--accelerator", default="auto", help="lightning accelerator")
     p.add_argument("--devices", default="1", help="number of devices (or 'auto')")
     p.add_argument("--strategy", default="auto", help="lightning strategy, e.g. ddp")
@@ -96,6 +97,9 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
     from pyg_routing.training.ppo import DACTLightning
 
     devices = parse_devices(args.devices, args.accelerator)
+    # --seed fixes the initial weights too (the batches and search draws are seeded
+    # inside DACTLightning): the same command gives the same model in any process.
+    L.seed_everything(args.seed, workers=True, verbose=False)
     model = DACTLightning(problem=args.problem, num_customers=args.num_customers, pe=pe,
                           dim=args.dim, heads=args.heads, num_layers=args.layers,
                           pe_dim=args.pe_dim, batch_size=args.batch_size,

@@ -30,7 +30,8 @@ Reproducibility: all randomness of a training batch (initial solutions, sampled
 moves, and the global RNG, e.g. dropout, inside the step) comes from generators
 seeded by ``(seed, epoch, batch_idx, rank)``; no generator state survives a
 batch, so a checkpoint needs only the weights and the optimizer/scheduler state
-that Lightning already stores.
+that Lightning already stores. The initial weights come from the global RNG when
+the module is built (the CLI seeds it with ``seed_everything(seed)`` first).
 """
 
 from __future__ import annotations
@@ -177,10 +178,14 @@ class DACTLightning(L.LightningModule):
         sch = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=hp.lr_decay)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sch, "interval": "epoch"}}
 
-    def on_train_epoch_end(self) -> None:
+    def on_train_epoch_start(self) -> None:
+        # The decay is caught up to the epoch at its START, not stepped at the end:
+        # an end-of-epoch checkpoint (ModelCheckpoint saves before the module's
+        # on_train_epoch_end) would otherwise resume with an undecayed rate.
         sch = self.lr_schedulers()
         if sch is not None:
-            sch.step()
+            while sch.last_epoch < self.current_epoch:
+                sch.step()
 
     def _ppo_update(self, obs: list[Observation], actions: list[Tensor],
                     old_logp: Tensor, rewards: Tensor, last: Observation
