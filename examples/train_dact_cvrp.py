@@ -22,7 +22,8 @@ def main(out: str = "runs/example", epochs: int = 4, num_customers: int = 20,
          batch_size: int = 64, t_train: int = 40, batches_per_epoch: int = 5,
          test_instances: int = 64, steps: int = 500, dim: int = 64, num_layers: int = 3,
          accelerator: str = "cpu", progress: bool = True) -> dict[str, float]:
-    # 1. Train: n-step PPO as a LightningModule, seeded generated data.
+    # 1. Train: n-step PPO as a LightningModule, seeded weights and generated data.
+    L.seed_everything(0, verbose=False)
     model = DACTLightning(problem="cvrp", num_customers=num_customers, pe="ipexpe", dim=dim,
                           num_layers=num_layers, batch_size=batch_size, t_train=t_train,
                           val_steps=50, seed=0)
