@@ -115,7 +115,7 @@ class RoutingDataModule(L.LightningDataModule):
         super().__init__()
         self.save_hyperparameters()
         self.generator_kwargs = generator_kwargs
-        self._keys: tuple[int, list[int]] | None = None
+        self._keys: tuple[int, Any, list[int]] | None = None   # (epoch, sampler, keys)
 
     def _loader(self, dataset: Dataset, sampler: Sampler[int]) -> DataLoader:
         hp = self.hparams
@@ -150,11 +150,11 @@ class RoutingDataModule(L.LightningDataModule):
     def _epoch_keys(self, trainer: L.Trainer) -> list[int]:
         """This rank's item keys of the current epoch, in order: the train loader's
         sampler as Lightning set it up (under DDP wrapped in a distributed sampler
-        that hands each rank its share), listed once per epoch."""
-        epoch = int(trainer.current_epoch)
-        if self._keys is None or self._keys[0] != epoch:
-            self._keys = (epoch, [int(k) for k in trainer.train_dataloader.sampler])
-        return self._keys[1]
+        that hands each rank its share), listed once per epoch and loader."""
+        epoch, sampler = int(trainer.current_epoch), trainer.train_dataloader.sampler
+        if self._keys is None or self._keys[:2] != (epoch, sampler):
+            self._keys = (epoch, sampler, [int(k) for k in sampler])
+        return self._keys[2]
 
     def _train_set(self) -> GeneratedBatches:
         hp = self.hparams
