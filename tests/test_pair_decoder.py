@@ -69,7 +69,7 @@ def _compat_and_weights(seed: int = 0, b: int = 3, h: int = 4, m: int = 6):
 
 
 def test_pair_scores_are_clip_tanh_of_the_mix_mlp_per_pair():
-    from pyg_routing.models.pair_decoder import pair_scores, pair_scores_elementwise
+    from pyg_routing.models.pair_scores import pair_scores, pair_scores_elementwise
 
     dec, compat, w = _compat_and_weights()
     with torch.no_grad():
@@ -101,18 +101,95 @@ def test_select_draws_the_same_move_as_act():
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                     reason="torch.compile on CPU needs a C++ compiler")
-def test_compiled_pair_scores_match_eager_values_and_gradients():
+def test_compiled_pair_scores_match_eager_values():
     torch.manual_seed(0)
     dec = PairDecoder(16, heads=4)
-    h = torch.randn(4, 7, 16, requires_grad=True)
+    h = torch.randn(4, 7, 16)
     mask = torch.rand(4, 7, 7) < 0.7
-    eager = dec(h, mask)
-    dec.compiled = True
-    assert "compiled=True" in repr(dec)
-    compiled = dec(h, mask)
+    with torch.no_grad():
+        eager = dec(h, mask)
+        dec.compiled = True
+        assert "compiled=True" in repr(dec)
+        compiled = dec(h, mask)
     torch.testing.assert_close(compiled, eager, atol=1e-5, rtol=1e-5)
-    params = [h, dec.mix[0].weight, dec.query.weight]
-    g_eager = torch.autograd.grad(eager[mask].sum(), params)
-    g_comp = torch.autograd.grad(compiled[mask].sum(), params)
-    for a, b in zip(g_eager, g_comp):
-        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def _autograd_reference(compat, w, clip, g):
+    """Gradients of ``pair_scores`` by autograd itself: the reference."""
+    from pyg_routing.models.pair_scores import pair_scores
+
+    leaves = [t.detach().clone().requires_grad_() for t in (compat, *w)]
+    pair_scores(*leaves, clip).backward(g)
+    return [t.grad for t in leaves]
+
+
+def test_hand_written_backward_equals_autograd():
+    from pyg_routing.models.pair_scores import PairScores
+
+    dec, compat, w = _compat_and_weights(b=4, m=7)
+    compat, w = compat.double(), [t.detach().double() for t in w]
+    g = torch.randn(4, 7, 7, dtype=torch.float64)
+    ref = _autograd_reference(compat, w, dec.clip, g)
+    leaves = [t.detach().clone().requires_grad_() for t in (compat, *w)]
+    out = PairScores.apply(*leaves, dec.clip)
+    with torch.no_grad():
+        from pyg_routing.models.pair_scores import pair_scores
+        torch.testing.assert_close(out, pair_scores(compat, *w, dec.clip))
+    out.backward(g, retain_graph=True)
+    for got, want in zip([t.grad for t in leaves], ref):
+        torch.testing.assert_close(got, want)
+    # a second backward through the retained graph (the mask was written in place)
+    first = [t.grad.clone() for t in leaves]
+    out.backward(g)
+    for t, f in zip(leaves, first):
+        torch.testing.assert_close(t.grad, 2 * f)
+    small = [t.detach().clone().requires_grad_() for t in (compat[:1, :, :3, :3], *w)]
+    assert torch.autograd.gradcheck(lambda *a: PairScores.apply(*a, 6.0), small)
+
+
+def test_decoder_trains_through_the_hand_written_backward():
+    torch.manual_seed(0)
+    dec = PairDecoder(16, heads=4)
+    h = torch.randn(3, 6, 16, requires_grad=True)
+    mask = torch.rand(3, 6, 6) < 0.7
+    logits = dec(h, mask)
+    assert "PairScores" in type(logits.grad_fn.next_functions[0][0]).__name__
+    grads = torch.autograd.grad(logits[mask].sum(), [h, dec.mix[0].weight, dec.query.weight])
+    with torch.no_grad():
+        assert dec(h, mask).grad_fn is None
+    ref = _plain_logits(dec, h, mask)
+    torch.testing.assert_close(logits, ref)
+    want = torch.autograd.grad(ref[mask].sum(), [h, dec.mix[0].weight, dec.query.weight])
+    for a, b in zip(grads, want):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def _plain_logits(dec: PairDecoder, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The decoder's logits with the pair MLP applied as plain modules (autograd's
+    own backward): the reference of the hand-written one."""
+    b, m, _ = h.shape
+    q = dec.query(h).view(b, m, dec.heads, -1).transpose(1, 2) / (dec.dim // dec.heads) ** 0.5
+    k = dec.key(h).view(b, m, dec.heads, -1).transpose(1, 2)
+    ref = dec.clip * torch.tanh(dec.mix((q @ k.transpose(-1, -2)).permute(0, 2, 3, 1)))
+    return ref.squeeze(-1).masked_fill(~mask, float("-inf"))
+
+
+def test_hand_written_backward_under_cpu_autocast():
+    torch.manual_seed(0)
+    dec = PairDecoder(16, heads=4)
+    h = torch.randn(3, 6, 16, requires_grad=True)
+    mask = torch.rand(3, 6, 6) < 0.7
+    params = [h, dec.mix[0].weight, dec.mix[2].weight]
+    exact = torch.autograd.grad(dec(h, mask)[mask].sum(), params)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = dec(h, mask)
+        plain = _plain_logits(dec, h, mask)
+    assert logits.dtype == torch.bfloat16
+    got = torch.autograd.grad(logits[mask].float().sum(), params)
+    ref = torch.autograd.grad(plain[mask].float().sum(), params)
+    for a, r, e in zip(got, ref, exact):
+        assert a.dtype == e.dtype == torch.float32
+        assert torch.isfinite(a).all()
+        # bf16 keeps ~3 digits: as close to the float32 gradient as autograd gets
+        err, err_ref = float((a - e).norm() / e.norm()), float((r - e).norm() / e.norm())
+        assert err < 1.5 * err_ref + 1e-3, (err, err_ref)

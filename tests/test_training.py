@@ -82,6 +82,45 @@ def test_smoke_training_changes_parameters_and_logs_finite(tmp_path, problem):
     assert "train/reward" in csv and "val/cost" in csv
 
 
+def test_first_ppo_update_reuses_the_rollout_forward(tmp_path):
+    """The rollout's forward passes (with gradients) are the first PPO update's, as
+    in DACT: the same weights as re-evaluating the chunk, with fewer encoder calls."""
+    calls = []
+
+    def fit(reevaluate: bool):
+        model = _model("tsp")
+        encoder = model.policy.encoder
+        forward_dense = encoder.forward_dense
+
+        def counted(*args, **kwargs):
+            calls[-1] += 1
+            return forward_dense(*args, **kwargs)
+
+        encoder.forward_dense = counted
+        if reevaluate:   # the first update evaluates the chunk again, as before
+            update = model._ppo_update
+
+            def fresh(obs, actions, rollout, rewards, last):
+                out = [model.evaluate(o, a) for o, a in zip(obs, actions)]
+                again = tuple(torch.stack(x) for x in list(zip(*out))[1:])
+                torch.testing.assert_close(again[0], rollout[0])   # same log-probs
+                return update(obs, actions, again, rewards, last)
+
+            model._ppo_update = fresh
+        calls.append(0)
+        _trainer(tmp_path, limit_train_batches=1, limit_val_batches=0).fit(
+            model, datamodule=_dm("tsp"))
+        return model
+
+    reused, again = fit(False), fit(True)
+    for a, b in zip(reused.parameters(), again.parameters()):
+        torch.testing.assert_close(a, b)
+    # t_train 4 in chunks of n = 2, K = 3: 4 rollout forwards, then per chunk
+    # (K - 1) * n re-evaluations and K bootstrap values
+    assert calls[0] == 4 + 2 * ((3 - 1) * 2 + 3)
+    assert calls[1] == calls[0] + 2 * 2
+
+
 def _outputs(policy, problem="cvrp"):
     inst = make_generator(problem, 8, seed=123).sample(3)
     obs = observe(reset(inst), policy)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.distributions import Categorical
+
+from pyg_routing.models.pair_scores import score_pairs
 
 
 def sample_categorical(probs: Tensor, generator: torch.Generator | None = None) -> Tensor:
@@ -23,43 +23,6 @@ def sample_categorical(probs: Tensor, generator: torch.Generator | None = None) 
     return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp_(max=probs.size(1) - 1)
 
 
-def pair_scores(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
-                clip: float) -> Tensor:
-    """``clip * tanh(MLP(compat))`` per pair, ``[B, H, M, M] -> [B, M, M]``, where
-    ``MLP(c) = w2 · relu(w1 c + b1) + b2`` mixes the ``H`` heads of one pair.
-
-    Eager form: the pairs as one contiguous ``[B*M*M, H + 1]`` matrix (a column of
-    ones carries ``b1``) times ``[H + 1, hidden]``, ReLU in place. The
-    ``[B*M*M, hidden]`` activation is the largest tensor of a search step; an
-    out-of-place ReLU or ``addmm``'s broadcast bias copy each cost more than the
-    product itself."""
-    b, _, m, _ = compat.shape
-    pairs = torch.cat([compat.permute(0, 2, 3, 1), compat.new_ones(b, m, m, 1)], -1)
-    weight = torch.cat([w1, b1.unsqueeze(1)], 1).t().to(pairs.dtype)   # [H+1, hidden]
-    hidden = pairs.view(b * m * m, -1).mm(weight).relu_()
-    out = torch.addmm(b2.to(hidden.dtype), hidden, w2.t().to(hidden.dtype))
-    return clip * torch.tanh(out.view(b, m, m))
-
-
-def pair_scores_elementwise(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
-                            clip: float) -> Tensor:
-    """:func:`pair_scores` written as broadcasts and sums, for ``torch.compile``:
-    Inductor fuses it into one loop that never stores the ``hidden`` activations
-    (eagerly, this form would be slower: it materialises ``[B, hidden, M, M]``)."""
-    hid = w1.size(0)
-    h = (compat.unsqueeze(2) * w1.t().reshape(1, -1, hid, 1, 1)).sum(1)
-    h = torch.relu(h + b1.view(1, hid, 1, 1))
-    return clip * torch.tanh((h * w2.view(1, hid, 1, 1)).sum(1) + b2)
-
-
-@functools.cache
-def compiled_pair_scores() -> Callable[..., Tensor]:
-    """:func:`pair_scores_elementwise` under ``torch.compile(dynamic=True)``, built
-    once per process (first call compiles: seconds; needs a C++ compiler on CPU,
-    Triton on CUDA)."""
-    return torch.compile(pair_scores_elementwise, dynamic=True)
-
-
 class PairDecoder(nn.Module):
     r"""Scores every node pair ``(i, j)`` as a move and samples one (Ma et al. 2021).
 
@@ -70,9 +33,11 @@ class PairDecoder(nn.Module):
     Args:
         dim: node embedding width. heads: compatibility heads.
         hidden: width of the per-pair MLP. clip: logit clipping ``C``.
-        compiled: score pairs with :func:`compiled_pair_scores` (``torch.compile``;
-            several times faster on large ``B * M * M``, same values up to float
-            rounding); the first call compiles.
+        compiled: score pairs with :func:`~pyg_routing.models.pair_scores.compiled_pair_scores`
+            (``torch.compile``; several times faster on large ``B * M * M``, same
+            values up to float rounding) where no gradient is needed; the first call
+            compiles. With gradients both settings take :class:`~pyg_routing.models.
+            pair_scores.PairScores` (hand-written backward).
 
     Shapes: ``h [B, M, dim]``, ``mask [B, M, M]`` (True = allowed move) ->
     logits ``[B, M, M]`` (``-inf`` where not allowed).
@@ -104,8 +69,8 @@ class PairDecoder(nn.Module):
         k = self.key(h).view(b, m, self.heads, -1).transpose(1, 2)
         compat = q @ k.transpose(-1, -2)                                   # [B, H, M, M]
         first, last = self.mix[0], self.mix[2]
-        score = compiled_pair_scores() if self.compiled else pair_scores
-        logits = score(compat, first.weight, first.bias, last.weight, last.bias, self.clip)
+        logits = score_pairs(compat, first.weight, first.bias, last.weight, last.bias,
+                             self.clip, compiled=self.compiled)
         return logits.masked_fill(~mask, float("-inf"))
 
     def act(self, h: Tensor, mask: Tensor, action: Tensor | None = None,

@@ -53,8 +53,9 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
                    help="scale the node encoding by a learnable gate initialised at 0 "
                         "(h0 = FF([x || g PE])); node encodings only")
     p.add_argument("--compile", action="store_true",
-                   help="score move pairs with torch.compile (faster steps; the first "
-                        "call compiles for a few seconds; needs a C++ compiler on CPU)")
+                   help="score move pairs with torch.compile where no gradient flows "
+                        "(validation, warm-up, the saved policy's search; the first call "
+                        "compiles for a few seconds; needs a C++ compiler on CPU)")
     p.add_argument("--seed", type=int, default=0,
                    help="training seed: initial weights, batches and sampled moves")
     p.add_argument("--accelerator", default="auto", help="lightning accelerator")

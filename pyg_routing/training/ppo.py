@@ -8,8 +8,11 @@ configuration unchanged, only the positional encoding being replaced.
 One training batch = ``B`` instances. Their initial solutions (``init``) are first
 improved by the current policy (no gradient) for ``curriculum_steps() =
 floor(epoch / warm_up)`` steps (DACT's curriculum, ``--warm_up``), then a rollout
-of ``t_train`` 2-opt steps is split into chunks of ``n_step`` steps. After each
-chunk, ``ppo_epochs`` (K) PPO updates use the n-step returns
+of ``t_train`` 2-opt steps is split into chunks of ``n_step`` steps. The rollout
+runs with gradients, and its forward passes serve the first of the ``ppo_epochs`` (K)
+PPO updates after each chunk (DACT does the same: its first update reuses the stored
+log-probabilities and values; later updates re-evaluate the chunk). The updates use
+the n-step returns
 ``R_t = r_t + gamma r_{t+1} + ... + gamma^{n-t} V(s_n)`` (``V(s_n)`` recomputed by
 the current critic at every update, as in DACT), the clipped surrogate with
 ``clip`` and a value loss (clipped around the first update's values from the
@@ -88,7 +91,8 @@ class DACTLightning(L.LightningModule):
         pe_gate: zero-initialised learnable gate on the node code
             (:class:`~pyg_routing.models.GPSEncoder`); off by default (paper).
         compiled: score move pairs with ``torch.compile``
-            (:class:`~pyg_routing.models.PairDecoder`); same model, faster steps.
+            (:class:`~pyg_routing.models.PairDecoder`) where no gradient flows
+            (curriculum warm-up, validation); same model, faster steps.
     """
 
     def __init__(self, problem: str = "cvrp", num_customers: int = 20, pe: str = "ipexpe",
@@ -188,17 +192,29 @@ class DACTLightning(L.LightningModule):
                 sch.step()
 
     def _ppo_update(self, obs: list[Observation], actions: list[Tensor],
-                    old_logp: Tensor, rewards: Tensor, last: Observation
-                    ) -> dict[str, Tensor]:
-        """K PPO updates on one chunk. ``old_logp``, ``rewards``: ``[n, B]``."""
+                    rollout: tuple[Tensor, Tensor, Tensor], rewards: Tensor,
+                    last: Observation) -> dict[str, Tensor]:
+        """K PPO updates on one chunk of ``n`` steps.
+
+        Args:
+            obs, actions: the chunk's observations and moves (``[B, 2]`` each).
+            rollout: ``(log_prob, entropy, value)``, each ``[n, B]``, of the rollout's
+                own forward passes, still attached to their graphs: they are the
+                first update's (the parameters have not changed since), so only the
+                later updates evaluate the chunk again.
+            rewards: ``[n, B]``. last: the observation after the chunk (bootstrap).
+        """
         hp = self.hparams
         opt = self.optimizers()
+        logp, ent, value = rollout
+        old_logp = logp.detach()
         old_value = None
-        for _ in range(hp.ppo_epochs):
-            out = [self.evaluate(o, a) for o, a in zip(obs, actions)]
-            logp = torch.stack([x[1] for x in out])                  # [n, B]
-            ent = torch.stack([x[2] for x in out])
-            value = torch.stack([x[3] for x in out])
+        for k in range(hp.ppo_epochs):
+            if k:
+                out = [self.evaluate(o, a) for o, a in zip(obs, actions)]
+                logp = torch.stack([x[1] for x in out])              # [n, B]
+                ent = torch.stack([x[2] for x in out])
+                value = torch.stack([x[3] for x in out])
             with torch.no_grad():
                 ret = self.value(last)                               # [B] bootstrap
                 returns = []
@@ -248,20 +264,24 @@ class DACTLightning(L.LightningModule):
             total_reward = torch.zeros_like(init_cost)
             logs: dict[str, Tensor] = {}
             for _ in range(hp.t_train // hp.n_step):
-                obs, actions, logps, rewards = [], [], [], []
-                with torch.no_grad():
-                    for _ in range(hp.n_step):
+                obs, actions, rollout, rewards = [], [], [], []
+                for _ in range(hp.n_step):
+                    with torch.no_grad():
                         o = self.observe(state)
-                        a, lp, _, _ = self.evaluate(o, generator=gen)
+                    # with gradients: this forward is the first PPO update's
+                    a, *lp_ent_value = self.evaluate(o, generator=gen)
+                    with torch.no_grad():
                         state, r = step(state, a)
-                        obs.append(o)
-                        actions.append(a)
-                        logps.append(lp)
-                        rewards.append(r.float())
+                    obs.append(o)
+                    actions.append(a)
+                    rollout.append(lp_ent_value)
+                    rewards.append(r.float())
+                with torch.no_grad():
                     last = self.observe(state)
                 rew = torch.stack(rewards)                              # [n, B]
                 total_reward += rew.sum(0)
-                logs = self._ppo_update(obs, actions, torch.stack(logps), rew, last)
+                first = tuple(torch.stack(x) for x in zip(*rollout))    # 3 x [n, B]
+                logs = self._ppo_update(obs, actions, first, rew, last)
         b = len(batch)
         self.log("train/reward", total_reward.mean(), prog_bar=True, batch_size=b)
         self.log("train/best_cost", state.best_cost.float().mean(), prog_bar=True, batch_size=b)
