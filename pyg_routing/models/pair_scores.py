@@ -37,12 +37,21 @@ def pair_scores(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
     ``[B*M*M, hidden]`` activation is the largest tensor of a search step; an
     out-of-place ReLU or ``addmm``'s broadcast bias copy each cost more than the
     product itself."""
-    b, _, m, _ = compat.shape
+    return _pair_mlp(compat, w1, b1, w2, b2, clip)[3]
+
+
+def _pair_mlp(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
+              clip: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The eager computation of :func:`pair_scores` with its intermediates:
+    ``pairs [P, H+1]``, ``weight [H+1, F]``, ``hidden [P, F]`` (post-ReLU) and the
+    scores ``[B, M, M]`` (what :class:`PairScores` keeps for its backward)."""
+    b, h, m, _ = compat.shape
     pairs = torch.cat([compat.permute(0, 2, 3, 1), compat.new_ones(b, m, m, 1)], -1)
-    weight = torch.cat([w1, b1.unsqueeze(1)], 1).t().to(pairs.dtype)   # [H+1, hidden]
-    hidden = pairs.view(b * m * m, -1).mm(weight).relu_()
+    pairs = pairs.view(b * m * m, h + 1)
+    weight = torch.cat([w1, b1.unsqueeze(1)], 1).t().to(pairs.dtype)     # [H+1, F]
+    hidden = pairs.mm(weight).relu_()
     out = torch.addmm(b2.to(hidden.dtype), hidden, w2.t().to(hidden.dtype))
-    return clip * torch.tanh(out.view(b, m, m))
+    return pairs, weight, hidden, clip * torch.tanh(out.view(b, m, m))
 
 
 def pair_scores_elementwise(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
@@ -83,13 +92,7 @@ class PairScores(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
                 clip: float) -> Tensor:
-        b, h, m, _ = compat.shape
-        pairs = torch.cat([compat.permute(0, 2, 3, 1), compat.new_ones(b, m, m, 1)], -1)
-        pairs = pairs.view(b * m * m, h + 1)
-        weight = torch.cat([w1, b1.unsqueeze(1)], 1).t().to(pairs.dtype)     # [H+1, F]
-        hidden = pairs.mm(weight).relu_()
-        out = torch.addmm(b2.to(hidden.dtype), hidden, w2.t().to(hidden.dtype))
-        out = out.view(b, m, m).tanh_().mul_(clip)
+        pairs, weight, hidden, out = _pair_mlp(compat, w1, b1, w2, b2, clip)
         ctx.save_for_backward(pairs, weight, out, w2)
         # An intermediate, kept on ctx (not saved): backward reuses its storage.
         ctx.hidden = hidden

@@ -66,6 +66,13 @@ def default_init(problem: str | Problem) -> str:
     return "nearest_neighbor" if Problem.parse(problem) is Problem.VRPTW else "random"
 
 
+def _stack_steps(steps: list) -> tuple[Tensor, Tensor, Tensor]:
+    """``n`` per-step ``(log_prob, entropy, value)`` triples (each ``[B]``) ->
+    three ``[n, B]`` tensors."""
+    logp, ent, value = (torch.stack(x) for x in zip(*steps))
+    return logp, ent, value
+
+
 class DACTLightning(L.LightningModule):
     """DACT policy + n-step PPO (manual optimization).
 
@@ -211,10 +218,8 @@ class DACTLightning(L.LightningModule):
         old_value = None
         for k in range(hp.ppo_epochs):
             if k:
-                out = [self.evaluate(o, a) for o, a in zip(obs, actions)]
-                logp = torch.stack([x[1] for x in out])              # [n, B]
-                ent = torch.stack([x[2] for x in out])
-                value = torch.stack([x[3] for x in out])
+                logp, ent, value = _stack_steps([self.evaluate(o, a)[1:]
+                                                 for o, a in zip(obs, actions)])
             with torch.no_grad():
                 ret = self.value(last)                               # [B] bootstrap
                 returns = []
@@ -280,8 +285,7 @@ class DACTLightning(L.LightningModule):
                     last = self.observe(state)
                 rew = torch.stack(rewards)                              # [n, B]
                 total_reward += rew.sum(0)
-                first = tuple(torch.stack(x) for x in zip(*rollout))    # 3 x [n, B]
-                logs = self._ppo_update(obs, actions, first, rew, last)
+                logs = self._ppo_update(obs, actions, _stack_steps(rollout), rew, last)
         b = len(batch)
         self.log("train/reward", total_reward.mean(), prog_bar=True, batch_size=b)
         self.log("train/best_cost", state.best_cost.float().mean(), prog_bar=True, batch_size=b)
