@@ -93,6 +93,49 @@ def test_train_with_a_pe_gate_round_trips_through_the_checkpoint(tmp_path):
     assert "policy.encoder.pe_gate" in torch.load(ckpt, weights_only=False)["state_dict"]
 
 
+def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path):
+    """--ipe-frequencies geometric reaches the policy's code, in the checkpoint and in
+    the search loop's observation; other encodings ignore it; a bad value is refused."""
+    from pyg_routing.data import CVRPGenerator
+    from pyg_routing.envs import observe, reset, route_quantities
+    from pyg_routing.functional import ipe
+    from pyg_routing.training import DACTLightning, load_policy
+
+    argv = ["train", "--problem", "cvrp", "--pe", "ipexpe", "--ipe-frequencies", "geometric",
+            "--out", str(tmp_path / "geo"), *TINY]
+    assert main(argv) == 0
+    (ckpt,) = Path(tmp_path / "geo").rglob("last.ckpt")
+    policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipexpe")
+    assert policy.encoder.node_pe.ipe.frequencies == "geometric"
+    state = reset(CVRPGenerator(8, seed=3).sample(2), init="sweep")
+    rq = route_quantities(state)
+    code = observe(state, policy).pe                                 # [B, M, 8 + 8]
+    literal = ipe(rq.cum_dist, rq.route_length, 8, "invariant", "geometric",
+                  route_pos=rq.route_pos).view(2, -1, 8)
+    torch.testing.assert_close(code[..., :8], literal)
+    harmonic = ipe(rq.cum_dist, rq.route_length, 8, "invariant", "harmonic",
+                   route_pos=rq.route_pos).view(2, -1, 8)
+    assert not torch.allclose(code[..., :8], harmonic)
+    assert main(["train", "--problem", "cvrp", "--pe", "none", "--ipe-frequencies",
+                 "geometric", "--out", str(tmp_path / "none"), *TINY]) == 0
+    with pytest.raises(ValueError, match="unknown ipe_frequencies 'linear'.*harmonic"):
+        DACTLightning(pe="ipe", ipe_frequencies="linear")
+    with pytest.raises(SystemExit):
+        main(["train", "--ipe-frequencies", "linear", *TINY])
+
+
+def test_train_a_plain_transformer_encoder_round_trips_through_the_checkpoint(tmp_path):
+    from pyg_routing.training import load_policy
+
+    assert main(["train", "--problem", "tsp", "--pe", "ipexpe", "--no-local-mp",
+                 "--out", str(tmp_path), *TINY]) == 0
+    (ckpt,) = Path(tmp_path).rglob("last.ckpt")
+    policy = load_policy(ckpt, expect_problem="tsp", expect_pe="ipexpe")
+    assert policy.encoder.local_mp is False
+    assert all(layer.local is None for layer in policy.encoder.layers)
+    assert not any(".local." in k for k in _weights(ckpt))
+
+
 def _weights(ckpt: Path) -> dict:
     return torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
 

@@ -82,6 +82,19 @@ def test_markdown_prints_the_paper_columns_for_a_paper_setting():
     assert "| Ours | IPE + XPE | 15.900 | 2.00% | 1.0 | 1 | 15.76 | 1.16% |" in md
 
 
+def test_markdown_caption_names_non_default_model_options():
+    base = {"setting": "CVRP-20", "instances": 2, "steps": 3, "init": "random", "augment": 1,
+            "budget_minutes": None, "max_epochs": 1, "rows": []}
+    assert "IPE frequencies" not in render_markdown(base)
+    assert "PE gate" not in render_markdown({**base, "ipe_frequencies": "harmonic"})
+    assert "Transformer" not in render_markdown({**base, "local_mp": True})
+    caption = render_markdown({**base, "pe_gate": True, "ipe_frequencies": "geometric",
+                               "local_mp": False})
+    assert caption.splitlines()[0].endswith(
+        "≤ 1 epochs, PE gate, IPE frequencies geometric, plain Transformer "
+        "(no route-graph message passing)")
+
+
 def test_compare_on_vrptw_starts_from_nearest_neighbour_solutions(tmp_path):
     argv = ["compare", "--problem", "vrptw", "--pe", "xpe", "--epochs", "1", "--reference",
             "none", "--no-random", "--root", str(tmp_path / "data"), "--out", str(tmp_path),

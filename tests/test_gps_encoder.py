@@ -113,3 +113,29 @@ def test_pe_gate_starts_closed_and_learns(pe):
     assert enc.pe_gate.grad.abs().item() > 0
     # bias encodings have no node code: the option is ignored
     assert GPSEncoder(2, 32, 4, 1, pe="spd", pe_gate=True).pe_gate is None
+
+
+def test_without_local_message_passing_the_solution_reaches_the_model_only_via_the_code():
+    """local_mp=False (the paper's plain Transformer): No PE gives the same embeddings
+    for two different solutions of one instance; IPE+XPE and the GraphGPS default
+    tell them apart. The local layers and their weights are gone."""
+    torch.manual_seed(0)
+    inst = CVRPGenerator(8, seed=1).sample(1)[0]
+    a = RoutingData.from_routes(inst, [[1, 2, 3, 4], [5, 6, 7, 8]])
+    b = RoutingData.from_routes(inst, [[4, 2, 1, 3], [8, 5, 7, 6]])
+    assert not torch.equal(a.edge_index, b.edge_index)
+
+    def differs(**kw) -> bool:
+        enc = GPSEncoder(in_channels=2, dim=32, heads=4, num_layers=2, **kw).eval()
+        return not torch.allclose(enc(a), enc(b), atol=1e-6)
+
+    assert not differs(pe="none", local_mp=False)
+    assert differs(pe="ipexpe", pe_dim=16, local_mp=False)
+    assert differs(pe="none")
+    plain = GPSEncoder(2, 32, 4, 2, pe="none", local_mp=False)
+    assert all(layer.local is None and layer.norm_local is None for layer in plain.layers)
+    assert not any(".local." in k for k in plain.state_dict())
+    assert "local_mp=False" in repr(plain)
+    # The dense (search) path agrees with the batch path without local layers too.
+    torch.testing.assert_close(plain.forward_dense(a.pos.unsqueeze(0), b.edge_index)[0],
+                               plain(a), atol=1e-5, rtol=1e-4)

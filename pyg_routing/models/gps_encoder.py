@@ -41,6 +41,10 @@ class GPSEncoder(nn.Module):
             encoding and learns how much of the code to use. Short trainings learn
             much faster with it (the ±1 code channels otherwise drown the few node
             features). Node encodings only (incl. APE); ignored for the others.
+        local_mp: local message passing over the route graph in every layer (the
+            GraphGPS design). ``False`` gives the plain Transformer of the paper's
+            Sec. 3.3: the solution then reaches the model only through the encoding
+            (and, for CVRP, the route-load features).
         pe_kwargs: extra arguments of the encoding's transform or module.
 
     Shapes: a ``Batch``/``RoutingData`` with ``N`` nodes -> ``[N, dim]``.
@@ -49,11 +53,12 @@ class GPSEncoder(nn.Module):
     def __init__(self, in_channels: int = 2, dim: int = 128, heads: int = 8,
                  num_layers: int = 3, pe: str = "ipexpe", pe_dim: int = 64,
                  num_bands: int = 4, pe_attr: str = "pe", dropout: float = 0.0,
-                 max_route_len: int = 512, pe_gate: bool = False, **pe_kwargs) -> None:
+                 max_route_len: int = 512, pe_gate: bool = False, local_mp: bool = True,
+                 **pe_kwargs) -> None:
         super().__init__()
         spec = encodings.info(pe)
         self.pe, self.kind, self.pe_attr = spec.name, spec.kind, pe_attr
-        self.in_channels, self.dim = in_channels, dim
+        self.in_channels, self.dim, self.local_mp = in_channels, dim, local_mp
         self.node_pe = None
         self.ape: AbsolutePE | None = None
         self.bias: AttentionBias | None = None
@@ -73,7 +78,7 @@ class GPSEncoder(nn.Module):
         self.pe_gate = nn.Parameter(torch.zeros(1)) if pe_gate and pe_width else None
         self.input = nn.Sequential(nn.Linear(in_channels + pe_width, dim), nn.ReLU(),
                                    nn.Linear(dim, dim))
-        self.layers = nn.ModuleList(GPSLayer(dim, heads, dropout, rotary=rotary)
+        self.layers = nn.ModuleList(GPSLayer(dim, heads, dropout, rotary=rotary, local=local_mp)
                                     for _ in range(num_layers))
         self.reset_parameters()
 
@@ -163,7 +168,8 @@ class GPSEncoder(nn.Module):
     def _layers(self, h: Tensor, edge_index: Tensor, batch: Tensor, route_pos: Tensor | None,
                 route_id: Tensor | None, mask: Tensor | None,
                 graph_size: int | None = None) -> Tensor:
-        edge_index = to_undirected(edge_index, num_nodes=h.size(0))
+        if self.local_mp:
+            edge_index = to_undirected(edge_index, num_nodes=h.size(0))
         bias = self.bias(route_pos, route_id, mask) if self.bias is not None else None
         position = route_pos if self.kind == "rotary" else None
         for layer in self.layers:
@@ -172,4 +178,5 @@ class GPSEncoder(nn.Module):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(in_channels={self.in_channels}, dim={self.dim}, "
-                f"layers={len(self.layers)}, pe={self.pe!r})")
+                f"layers={len(self.layers)}, pe={self.pe!r}"
+                f"{'' if self.local_mp else ', local_mp=False'})")

@@ -15,49 +15,62 @@ class GPSLayer(nn.Module):
 
     ``h = LN(x + GIN(x, route graph)) + LN(x + Attn(x, bias, rotary))``, then
     ``out = LN(h + FF(h))``. The local GIN sees the route arcs in both directions;
-    the global attention takes the bias and rotary encodings.
+    the global attention takes the bias and rotary encodings. With ``local=False``
+    the layer is a plain Transformer layer, ``h = LN(x + Attn(x))`` (the paper's
+    Sec. 3.3 encoder): the route graph is then not used at all.
 
     Args:
         dim: width. heads: attention heads. dropout: dropout rate.
         ff_mult: hidden width of the feed-forward block in multiples of ``dim``.
         rotary: optional RoPE module for the attention.
+        local: include the local message passing over the route graph.
 
     Shapes: ``x [N, dim]``, ``edge_index [2, E]``, ``batch [N]`` -> ``[N, dim]``.
     """
 
     def __init__(self, dim: int, heads: int, dropout: float = 0.0, ff_mult: int = 2,
-                 rotary: RotaryPE | None = None) -> None:
+                 rotary: RotaryPE | None = None, local: bool = True) -> None:
         super().__init__()
-        mlp = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
-        self.local = GINConv(mlp, train_eps=True)
+        self.local: GINConv | None = None
+        self.norm_local: nn.LayerNorm | None = None
+        if local:
+            mlp = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
+            self.local = GINConv(mlp, train_eps=True)
         self.attn = RouteAttention(dim, heads, dropout, rotary)
         self.ff = nn.Sequential(nn.Linear(dim, ff_mult * dim), nn.ReLU(), nn.Dropout(dropout),
                                 nn.Linear(ff_mult * dim, dim))
-        self.norm_local = nn.LayerNorm(dim)
+        if local:     # registered here, as before the option, to keep the state order
+            self.norm_local = nn.LayerNorm(dim)
         self.norm_attn = nn.LayerNorm(dim)
         self.norm_out = nn.LayerNorm(dim)
         self.dropout = nn.Dropout(dropout)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        self.local.reset_parameters()
+        if self.local is not None:
+            self.local.reset_parameters()
         self.attn.reset_parameters()
         for m in self.ff:
             if isinstance(m, nn.Linear):
                 m.reset_parameters()
         for norm in (self.norm_local, self.norm_attn, self.norm_out):
-            norm.reset_parameters()
+            if norm is not None:
+                norm.reset_parameters()
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor, bias: Tensor | None = None,
                 position: Tensor | None = None, graph_size: int | None = None) -> Tensor:
         """``graph_size``: every graph has this many nodes, stored graph by graph (dense
         search batches): attention then works on a view, with no padding."""
-        h_local = self.norm_local(x + self.dropout(self.local(x, edge_index)))
+        h_local = None
+        if self.local is not None and self.norm_local is not None:
+            h_local = self.norm_local(x + self.dropout(self.local(x, edge_index)))
         if graph_size is not None:
             h_attn = self.attn(x.view(-1, graph_size, x.size(-1)), None, bias,
                                position).reshape(x.shape)
         else:
             dense, mask = to_dense_batch(x, batch)
             h_attn = self.attn(dense, mask, bias, position)[mask]
-        h = h_local + self.norm_attn(x + self.dropout(h_attn))
+        h = self.norm_attn(x + self.dropout(h_attn))
+        if h_local is not None:
+            h = h_local + h
         return self.norm_out(h + self.dropout(self.ff(h)))

@@ -162,6 +162,8 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "budget_minutes": args.budget_minutes, "max_epochs": args.epochs, "seeds": seeds,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
+        "pe_gate": bool(args.pe_gate), "ipe_frequencies": args.ipe_frequencies,
+        "local_mp": not args.no_local_mp,
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
         "validation_reference": val_ref}
     if test_ref is not None:
@@ -240,6 +242,16 @@ def _row_order(row: dict[str, Any]) -> int:
     return order.index(row["encoding"])
 
 
+def _model_options(result: dict[str, Any]) -> str:
+    """The non-default model options of a comparison, for its table's caption."""
+    parts = ([", PE gate"] if result.get("pe_gate") else []) + (
+        [f", IPE frequencies {result['ipe_frequencies']}"]
+        if result.get("ipe_frequencies", "harmonic") != "harmonic" else []) + (
+        [", plain Transformer (no route-graph message passing)"]
+        if not result.get("local_mp", True) else [])
+    return "".join(parts)
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     """The comparison as a Markdown table (the paper's columns when it has the setting)."""
     paper = result.get("paper_setting", False)
@@ -250,7 +262,8 @@ def render_markdown(result: dict[str, Any]) -> str:
              f"T = {result['steps']}, {result['init']} initial solutions, "
              f"augment {result['augment']}, {len(result.get('seeds', [0]))} training seed(s), "
              f"budget "
-             f"{result['budget_minutes'] or '-'} min / ≤ {result['max_epochs']} epochs",
+             f"{result['budget_minutes'] or '-'} min / ≤ {result['max_epochs']} epochs"
+             + _model_options(result),
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def fmt(v: Any, spec: str, suffix: str = "") -> str:

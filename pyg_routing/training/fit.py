@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from pyg_routing.functional.route_pe import FREQUENCIES
+
 #: Validation instances use this seed offset from the training seed (disjoint seeds).
 VAL_SEED_OFFSET = 10**9
 #: Problems of the DACT 2-opt environment (``train``, ``evaluate``, ``compare``).
@@ -52,6 +54,14 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
     p.add_argument("--pe-gate", action="store_true",
                    help="scale the node encoding by a learnable gate initialised at 0 "
                         "(h0 = FF([x || g PE])); node encodings only")
+    p.add_argument("--ipe-frequencies", choices=FREQUENCIES, default="harmonic",
+                   help="IPE frequencies of ipe/ipexpe: harmonic (default, k + 1: exactly "
+                        "circular and reversal-invariant) or geometric (the paper's printed "
+                        "lambda^(-2k/D), which is neither)")
+    p.add_argument("--no-local-mp", action="store_true",
+                   help="drop the encoder's message passing over the route graph: the "
+                        "paper's plain Transformer (Sec. 3.3), which sees the solution only "
+                        "through the encoding")
     p.add_argument("--compile", action="store_true",
                    help="score move pairs with torch.compile where no gradient flows "
                         "(validation, warm-up, the saved policy's search; the first call "
@@ -106,7 +116,9 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
                           pe_dim=args.pe_dim, batch_size=args.batch_size,
                           t_train=args.t_train, n_step=args.n_step, val_steps=args.val_steps,
                           lr_actor=args.lr_actor, lr_critic=args.lr_critic, seed=args.seed,
-                          pe_gate=args.pe_gate, compiled=args.compile)
+                          pe_gate=args.pe_gate, compiled=args.compile,
+                          ipe_frequencies=args.ipe_frequencies,
+                          local_mp=not args.no_local_mp)
     # One validation batch holding the whole set: it is then exactly the instances of
     # ``RoutingDataset(..., num_instances=val_size, seed=seed + VAL_SEED_OFFSET)``.
     data = RoutingDataModule(args.problem, args.num_customers, batch_size=args.batch_size,

@@ -49,12 +49,14 @@ import lightning as L
 import torch
 from torch import Tensor
 
+from pyg_routing import encodings
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.observation import Observation, observe
 from pyg_routing.envs.rollout import improve
 from pyg_routing.envs.state import TwoOptState
 from pyg_routing.envs.two_opt import action_mask, reset, step
+from pyg_routing.functional.route_pe import FREQUENCIES
 from pyg_routing.models.dact_policy import DACTPolicy
 
 _MOD = 2**62
@@ -97,6 +99,12 @@ class DACTLightning(L.LightningModule):
         seed: base seed of the per-batch generators.
         pe_gate: zero-initialised learnable gate on the node code
             (:class:`~pyg_routing.models.GPSEncoder`); off by default (paper).
+        ipe_frequencies: IPE frequencies of ``ipe`` / ``ipexpe`` (ignored by the
+            other encodings): ``"harmonic"`` (default; ``ω_k = k + 1``, exactly
+            circular and reversal-invariant) or ``"geometric"`` (the paper's printed
+            ``λ^(-2k/D)``, which is neither; for reproduction).
+        local_mp: route-graph message passing in the encoder (GraphGPS); ``False``:
+            the paper's plain Transformer encoder (Sec. 3.3).
         compiled: score move pairs with ``torch.compile``
             (:class:`~pyg_routing.models.PairDecoder`) where no gradient flows
             (curriculum warm-up, validation); same model, faster steps.
@@ -109,7 +117,8 @@ class DACTLightning(L.LightningModule):
                  lr_actor: float = 1e-4, lr_critic: float = 3e-5, lr_decay: float = 0.985,
                  max_grad_norm: float | None = 0.2, value_coef: float = 1.0,
                  warm_up: float = 2.0, init: str | None = None, val_steps: int = 200,
-                 seed: int = 0, pe_gate: bool = False, compiled: bool = False) -> None:
+                 seed: int = 0, pe_gate: bool = False, compiled: bool = False,
+                 ipe_frequencies: str = "harmonic", local_mp: bool = True) -> None:
         super().__init__()
         problem = Problem.parse(problem).value
         if t_train % n_step:
@@ -118,10 +127,15 @@ class DACTLightning(L.LightningModule):
         self.hparams.problem = problem
         self.hparams.init = init or default_init(problem)
         self.automatic_optimization = False
+        if ipe_frequencies not in FREQUENCIES:
+            raise ValueError(f"unknown ipe_frequencies {ipe_frequencies!r}; choose from "
+                             f"{FREQUENCIES}")
+        ipe_kwargs = {"frequencies": ipe_frequencies} if encodings.info(pe).name in (
+            "ipe", "ipexpe") else {}
         self.policy = DACTPolicy.build(problem, pe=pe, dim=dim, heads=heads,
                                        num_layers=num_layers, pe_dim=pe_dim,
                                        num_bands=num_bands, pe_gate=pe_gate,
-                                       compiled=compiled)
+                                       compiled=compiled, local_mp=local_mp, **ipe_kwargs)
 
     # ------------------------------------------------------------------ policy
     def evaluate(self, obs: Observation, action: Tensor | None = None,
