@@ -81,16 +81,29 @@ def test_train_command_runs_plain_ddp_on_two_cpu_processes(tmp_path):
     assert list(tmp_path.rglob("last.ckpt"))
 
 
-def test_train_with_a_pe_gate_round_trips_through_the_checkpoint(tmp_path):
+def test_pe_init_reaches_the_checkpoint_and_old_checkpoints_load_or_fail_clearly(tmp_path):
+    """--pe-init default is recorded and reloads; zero (the default) gives the No-PE
+    start; a checkpoint of an earlier version with pe_gate=False still loads, one
+    trained with the removed gate is refused by name."""
     from pyg_routing.training import load_policy
 
-    argv = ["train", "--problem", "cvrp", "--pe", "ipe", "--pe-gate", "--out", str(tmp_path),
-            *TINY]
-    assert main(argv) == 0
-    (ckpt,) = Path(tmp_path).rglob("last.ckpt")
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--pe-init", "default",
+                 "--out", str(tmp_path / "default"), *TINY]) == 0
+    (ckpt,) = Path(tmp_path / "default").rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipe")
-    assert policy.encoder.pe_gate is not None
-    assert "policy.encoder.pe_gate" in torch.load(ckpt, weights_only=False)["state_dict"]
+    assert policy.encoder.pe_init == "default" and "pe_init='default'" in repr(policy.encoder)
+    torch.testing.assert_close(dict(policy.state_dict()),
+                               {k[len("policy."):]: v for k, v in _weights(ckpt).items()})
+    raw = torch.load(ckpt, map_location="cpu", weights_only=False)
+    raw["hyper_parameters"]["pe_gate"] = False
+    torch.save(raw, tmp_path / "old.ckpt")
+    assert load_policy(tmp_path / "old.ckpt").encoder.pe == "ipe"
+    raw["hyper_parameters"]["pe_gate"] = True
+    torch.save(raw, tmp_path / "gated.ckpt")
+    with pytest.raises(ValueError, match="pe_gate=True.*retrain"):
+        load_policy(tmp_path / "gated.ckpt")
+    with pytest.raises(SystemExit):
+        main(["train", "--pe-init", "xavier", *TINY])
 
 
 def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path):

@@ -86,12 +86,13 @@ def test_markdown_caption_names_non_default_model_options():
     base = {"setting": "CVRP-20", "instances": 2, "steps": 3, "init": "random", "augment": 1,
             "budget_minutes": None, "max_epochs": 1, "rows": []}
     assert "IPE frequencies" not in render_markdown(base)
-    assert "PE gate" not in render_markdown({**base, "ipe_frequencies": "harmonic"})
+    assert "PE init" not in render_markdown({**base, "pe_init": "zero",
+                                             "ipe_frequencies": "harmonic"})
     assert "Transformer" not in render_markdown({**base, "local_mp": True})
-    caption = render_markdown({**base, "pe_gate": True, "ipe_frequencies": "geometric",
+    caption = render_markdown({**base, "pe_init": "default", "ipe_frequencies": "geometric",
                                "local_mp": False})
     assert caption.splitlines()[0].endswith(
-        "≤ 1 epochs, PE gate, IPE frequencies geometric, plain Transformer "
+        "≤ 1 epochs, PE init default, IPE frequencies geometric, plain Transformer "
         "(no route-graph message passing)")
 
 

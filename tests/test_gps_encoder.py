@@ -89,30 +89,62 @@ def test_dense_path_equals_the_batch_path(pe):
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("pe", ["ipexpe", "ape", "lap"])
-def test_pe_gate_starts_closed_and_learns(pe):
-    """pe_gate: at initialisation the node code has no effect (the model equals one
-    without encoding on the same features), and the gate receives a gradient."""
-    torch.manual_seed(0)
-    enc = GPSEncoder(in_channels=2, dim=32, heads=4, num_layers=1, pe=pe, pe_dim=16,
-                     pe_gate=True).eval()
+@pytest.mark.parametrize("pe", [name for name in encodings.available() if name != "none"])
+def test_zero_pe_init_starts_every_encoding_from_the_no_pe_model(pe):
+    """pe_init="zero" (default): with one seed every encoding draws the very same
+    shared weights as No PE (decoder and critic included), the first layer's code
+    columns are 0, so node encodings compute exactly the No-PE embeddings at
+    initialisation, and the code columns receive a gradient from the first step."""
+    from pyg_routing.models import DACTPolicy
+
+    def build(name: str, **kw) -> DACTPolicy:
+        torch.manual_seed(0)
+        return DACTPolicy.build("cvrp", pe=name, dim=32, heads=4, num_layers=2, pe_dim=16,
+                                **kw)
+
+    base, model = build("none"), build(pe)
+    ref, got = base.state_dict(), model.state_dict()
+    for key, value in ref.items():
+        if key != "encoder.input.0.weight":
+            assert torch.equal(got[key], value), key
+    first = got["encoder.input.0.weight"]
+    torch.testing.assert_close(first[:, :6], ref["encoder.input.0.weight"], rtol=0, atol=0)
+    assert (first[:, 6:] == 0).all()
+    if model.encoder.kind != "node":
+        return
     batch = Batch.from_data_list(_datas())
-    b, m = 2, 10
-    x = torch.rand(b, m, 2)
-    succ = torch.roll(torch.arange(b * m).view(b, m), -1, 1).reshape(-1)
-    edge_index = torch.stack([torch.arange(b * m), succ])
-    route_pos = torch.arange(m).expand(b, m)
-    width = enc.input[0].in_features - 2
-    pe_a, pe_b = torch.randn(b, m, width), torch.randn(b, m, width)
-    code = None if pe == "ape" else pe_a
-    out_a = enc.forward_dense(x, edge_index, code, route_pos)
-    if pe != "ape":
-        torch.testing.assert_close(out_a, enc.forward_dense(x, edge_index, pe_b, route_pos))
-    enc(batch).square().sum().backward()
-    assert enc.pe_gate.detach().item() == 0.0 and enc.pe_gate.grad is not None
-    assert enc.pe_gate.grad.abs().item() > 0
-    # bias encodings have no node code: the option is ignored
-    assert GPSEncoder(2, 32, 4, 1, pe="spd", pe_gate=True).pe_gate is None
+    enc, plain = GPSEncoder(2, 32, 4, 2, pe=pe, pe_dim=16), GPSEncoder(2, 32, 4, 2, pe="none")
+    plain.load_state_dict({**enc.state_dict(), "input.0.weight": enc.input[0].weight[:, :2]},
+                          strict=False)
+    out = enc.eval()(batch)
+    torch.testing.assert_close(out, plain.eval()(batch), rtol=0, atol=0)
+    out.square().sum().backward()
+    assert enc.input[0].weight.grad[:, 2:].abs().sum() > 0
+    # the previous behaviour: PyTorch's default init, under which the code counts at once
+    torch.manual_seed(0)
+    default = GPSEncoder(2, 32, 4, 2, pe=pe, pe_dim=16, pe_init="default").eval()
+    assert (default.input[0].weight[:, 2:] != 0).any()
+    assert not torch.allclose(default(batch)[:, :4], enc(batch)[:, :4])
+
+
+def test_pe_init_is_checked_and_the_code_weights_learn_where_the_code_matters():
+    with pytest.raises(ValueError, match="unknown pe_init 'xavier'.*zero.*default"):
+        GPSEncoder(pe="ipexpe", pe_init="xavier")
+    # the code block learns: one gradient step on a target that depends on the
+    # within-route position moves the embedding of two same-feature nodes apart
+    torch.manual_seed(0)
+    enc = GPSEncoder(2, 16, 2, 1, pe="ipe", pe_dim=8, local_mp=False)
+    batch = Batch.from_data_list(_datas())
+    batch.pos = torch.zeros_like(batch.pos)          # only the code tells nodes apart
+    h0 = enc(batch)
+    assert torch.allclose(h0, h0[:1].expand_as(h0))
+    opt = torch.optim.Adam(enc.parameters(), lr=1e-2)
+    target = batch.route_pos.float().unsqueeze(-1)
+    for _ in range(3):
+        opt.zero_grad()
+        (enc(batch)[:, :1] - target).square().mean().backward()
+        opt.step()
+    assert enc(batch)[:, 0].std() > 1e-3
 
 
 def test_without_local_message_passing_the_solution_reaches_the_model_only_via_the_code():
@@ -126,7 +158,10 @@ def test_without_local_message_passing_the_solution_reaches_the_model_only_via_t
     assert not torch.equal(a.edge_index, b.edge_index)
 
     def differs(**kw) -> bool:
-        enc = GPSEncoder(in_channels=2, dim=32, heads=4, num_layers=2, **kw).eval()
+        # pe_init="default": the code counts from the start (a zero code block
+        # would hide it until trained)
+        enc = GPSEncoder(in_channels=2, dim=32, heads=4, num_layers=2, pe_init="default",
+                         **kw).eval()
         return not torch.allclose(enc(a), enc(b), atol=1e-6)
 
     assert not differs(pe="none", local_mp=False)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
+from collections.abc import Iterator
+
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import Data
@@ -11,6 +15,19 @@ from pyg_routing import encodings
 from pyg_routing.functional.index_pe import dense_route_inputs
 from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pe import AbsolutePE, AttentionBias, RotaryPE
+
+#: How the first layer's weights on the node code start (see :class:`GPSEncoder`).
+PE_INITS = ("zero", "default")
+
+
+@contextlib.contextmanager
+def _private_rng(module: nn.Module | None = None) -> Iterator[None]:
+    """Run a block on a fork of torch's RNG (CPU and the devices of ``module``'s
+    parameters): what it draws does not shift the stream seen after it."""
+    devices = [] if module is None else sorted(
+        {p.device.index or 0 for p in module.parameters() if p.is_cuda})
+    with torch.random.fork_rng(devices=devices):
+        yield
 
 
 class GPSEncoder(nn.Module):
@@ -36,11 +53,16 @@ class GPSEncoder(nn.Module):
         num_bands: XPE bands.
         pe_attr: attribute holding a precomputed node encoding.
         dropout: dropout rate. max_route_len: APE table size.
-        pe_gate: multiply the node code by a learnable scalar ``g`` initialised at 0,
-            ``h⁰ = FF([x ‖ g·PE])`` (ReZero-style): the model starts as one without
-            encoding and learns how much of the code to use. Short trainings learn
-            much faster with it (the ±1 code channels otherwise drown the few node
-            features). Node encodings only (incl. APE); ignored for the others.
+        pe_init: how the first layer's weights on the node code start.
+            ``"zero"`` (default): at 0, with the feature weights drawn as in a
+            model without encoding (fan-in ``in_channels``). At initialisation the
+            model is then exactly the ``pe="none"`` model of the same seed, the same
+            weights included (encoding-specific modules draw from a private RNG
+            stream), and the code's weights receive a gradient from the first step.
+            ``"default"``: PyTorch's default over the concatenated fan-in; tens of
+            ±1 code channels then dominate ``h⁰`` (97–99 % of its variance
+            across nodes for IPE+XPE on CVRP-20 and TSP-20) and short trainings see the
+            coordinates only faintly. Node encodings only (incl. APE); ignored otherwise.
         local_mp: local message passing over the route graph in every layer (the
             GraphGPS design). ``False`` gives the plain Transformer of the paper's
             Sec. 3.3: the solution then reaches the model only through the encoding
@@ -53,31 +75,40 @@ class GPSEncoder(nn.Module):
     def __init__(self, in_channels: int = 2, dim: int = 128, heads: int = 8,
                  num_layers: int = 3, pe: str = "ipexpe", pe_dim: int = 64,
                  num_bands: int = 4, pe_attr: str = "pe", dropout: float = 0.0,
-                 max_route_len: int = 512, pe_gate: bool = False, local_mp: bool = True,
+                 max_route_len: int = 512, pe_init: str = "zero", local_mp: bool = True,
                  **pe_kwargs) -> None:
         super().__init__()
         spec = encodings.info(pe)
+        if pe_init not in PE_INITS:
+            raise ValueError(f"unknown pe_init {pe_init!r}; choose from {PE_INITS}")
         self.pe, self.kind, self.pe_attr = spec.name, spec.kind, pe_attr
         self.in_channels, self.dim, self.local_mp = in_channels, dim, local_mp
+        self.pe_init = pe_init
         self.node_pe = None
         self.ape: AbsolutePE | None = None
         self.bias: AttentionBias | None = None
         rotary: RotaryPE | None = None
         pe_width = 0
-        if spec.name == "ape":
-            self.ape = encodings.module("ape", dim=pe_dim, max_len=max_route_len, **pe_kwargs)
-            pe_width = pe_dim
-        elif spec.kind == "node":
-            self.node_pe = encodings.node_transform(spec.name, dim=pe_dim, num_bands=num_bands,
-                                                    attr_name=None, **pe_kwargs)
-            pe_width = self._node_pe_width(pe_dim, num_bands)
-        elif spec.kind == "bias":
-            self.bias = encodings.module(spec.name, num_heads=heads, **pe_kwargs)
-        elif spec.kind == "rotary":
-            rotary = encodings.module("rope", dim=dim, num_heads=heads, **pe_kwargs)
-        self.pe_gate = nn.Parameter(torch.zeros(1)) if pe_gate and pe_width else None
-        self.input = nn.Sequential(nn.Linear(in_channels + pe_width, dim), nn.ReLU(),
-                                   nn.Linear(dim, dim))
+        # Encoding-specific parts draw from a private stream, and the first layer is
+        # built without drawing: the shared weights then come out of the RNG in the
+        # same order for every encoding, as a No-PE model draws them.
+        with _private_rng():
+            if spec.name == "ape":
+                self.ape = encodings.module("ape", dim=pe_dim, max_len=max_route_len,
+                                            **pe_kwargs)
+                pe_width = pe_dim
+            elif spec.kind == "node":
+                self.node_pe = encodings.node_transform(spec.name, dim=pe_dim,
+                                                        num_bands=num_bands, attr_name=None,
+                                                        **pe_kwargs)
+                pe_width = self._node_pe_width(pe_dim, num_bands)
+            elif spec.kind == "bias":
+                self.bias = encodings.module(spec.name, num_heads=heads, **pe_kwargs)
+            elif spec.kind == "rotary":
+                rotary = encodings.module("rope", dim=dim, num_heads=heads, **pe_kwargs)
+        self.pe_width = pe_width
+        self.input = nn.Sequential(nn.utils.skip_init(nn.Linear, in_channels + pe_width, dim),
+                                   nn.ReLU(), nn.Linear(dim, dim))
         self.layers = nn.ModuleList(GPSLayer(dim, heads, dropout, rotary=rotary, local=local_mp)
                                     for _ in range(num_layers))
         self.reset_parameters()
@@ -92,19 +123,30 @@ class GPSEncoder(nn.Module):
         return pe_dim
 
     def reset_parameters(self) -> None:
-        for m in self.input:
-            if isinstance(m, nn.Linear):
-                m.reset_parameters()
+        self._reset_input()
         for layer in self.layers:
             layer.reset_parameters()
         for mod in (self.ape, self.bias):
             if mod is not None:
-                mod.reset_parameters()
-        if self.pe_gate is not None:
-            nn.init.zeros_(self.pe_gate)
+                with _private_rng(mod):
+                    mod.reset_parameters()
 
-    def _gated(self, code: Tensor) -> Tensor:
-        return code if self.pe_gate is None else code * self.pe_gate
+    def _reset_input(self) -> None:
+        first: nn.Linear = self.input[0]
+        if self.pe_init == "default" or not self.pe_width:
+            first.reset_parameters()
+        else:
+            # The draws of ``nn.Linear(in_channels, dim).reset_parameters()``, then a
+            # zero code block: h0 starts as the No-PE model's.
+            f = self.in_channels
+            feat = torch.empty(self.dim, f, device=first.weight.device,
+                               dtype=first.weight.dtype)
+            nn.init.kaiming_uniform_(feat, a=math.sqrt(5))
+            with torch.no_grad():
+                first.weight[:, :f].copy_(feat)
+                first.weight[:, f:].zero_()
+            nn.init.uniform_(first.bias, -1 / math.sqrt(f), 1 / math.sqrt(f))
+        self.input[2].reset_parameters()
 
     def _features(self, data: Data) -> Tensor:
         x = data.x if "x" in data and data.x is not None else data.pos
@@ -112,11 +154,11 @@ class GPSEncoder(nn.Module):
             raise ValueError(f"GPSEncoder(in_channels={self.in_channels}) got node features "
                              f"of width {x.size(-1)}")
         if self.ape is not None:
-            return torch.cat([x, self._gated(self.ape(data.route_pos))], dim=-1)
+            return torch.cat([x, self.ape(data.route_pos)], dim=-1)
         if self.node_pe is None:
             return x
         pe = data[self.pe_attr] if self.pe_attr in data else self.node_pe.encode(data)
-        return torch.cat([x, self._gated(pe.to(x.dtype))], dim=-1)
+        return torch.cat([x, pe.to(x.dtype)], dim=-1)
 
     def forward(self, data: Data) -> Tensor:
         h = self.input(self._features(data))
@@ -152,11 +194,11 @@ class GPSEncoder(nn.Module):
             if route_pos is None:
                 raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
         if self.ape is not None:
-            parts.append(self._gated(self.ape(route_pos)))
+            parts.append(self.ape(route_pos))
         elif self.node_pe is not None:
             if pe is None:
                 raise ValueError(f"encoding {self.pe!r} needs its node code `pe` [B, M, width]")
-            parts.append(self._gated(pe.to(x.dtype)))
+            parts.append(pe.to(x.dtype))
         h = self.input(torch.cat(parts, dim=-1).reshape(b * m, -1))
         batch = torch.arange(b, device=x.device).repeat_interleave(m)
         if route_id is None and route_pos is not None:
@@ -177,6 +219,8 @@ class GPSEncoder(nn.Module):
         return h
 
     def __repr__(self) -> str:
+        extra = "" if self.local_mp else ", local_mp=False"
+        if self.pe_width and self.pe_init != "zero":
+            extra += f", pe_init={self.pe_init!r}"
         return (f"{type(self).__name__}(in_channels={self.in_channels}, dim={self.dim}, "
-                f"layers={len(self.layers)}, pe={self.pe!r}"
-                f"{'' if self.local_mp else ', local_mp=False'})")
+                f"layers={len(self.layers)}, pe={self.pe!r}{extra})")

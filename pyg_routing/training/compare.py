@@ -162,7 +162,7 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "budget_minutes": args.budget_minutes, "max_epochs": args.epochs, "seeds": seeds,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
-        "pe_gate": bool(args.pe_gate), "ipe_frequencies": args.ipe_frequencies,
+        "pe_init": args.pe_init, "ipe_frequencies": args.ipe_frequencies,
         "local_mp": not args.no_local_mp,
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
         "validation_reference": val_ref}
@@ -244,7 +244,8 @@ def _row_order(row: dict[str, Any]) -> int:
 
 def _model_options(result: dict[str, Any]) -> str:
     """The non-default model options of a comparison, for its table's caption."""
-    parts = ([", PE gate"] if result.get("pe_gate") else []) + (
+    parts = ([f", PE init {result['pe_init']}"]
+             if result.get("pe_init", "zero") != "zero" else []) + (
         [f", IPE frequencies {result['ipe_frequencies']}"]
         if result.get("ipe_frequencies", "harmonic") != "harmonic" else []) + (
         [", plain Transformer (no route-graph message passing)"]

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from pyg_routing.functional.route_pe import FREQUENCIES
+from pyg_routing.models.gps_encoder import PE_INITS
 
 #: Validation instances use this seed offset from the training seed (disjoint seeds).
 VAL_SEED_OFFSET = 10**9
@@ -51,9 +52,11 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
                    help="Adam learning rate of encoder + decoder (DACT: 1e-4)")
     p.add_argument("--lr-critic", type=float, default=3e-5,
                    help="Adam learning rate of the critic (DACT: 3e-5)")
-    p.add_argument("--pe-gate", action="store_true",
-                   help="scale the node encoding by a learnable gate initialised at 0 "
-                        "(h0 = FF([x || g PE])); node encodings only")
+    p.add_argument("--pe-init", choices=PE_INITS, default="zero",
+                   help="first-layer weights on the node code: zero (default; every "
+                        "encoding starts as the No-PE model of the same seed) or default "
+                        "(PyTorch's init over the concatenated fan-in, where the code "
+                        "channels drown the node features at the start)")
     p.add_argument("--ipe-frequencies", choices=FREQUENCIES, default="harmonic",
                    help="IPE frequencies of ipe/ipexpe: harmonic (default, k + 1: exactly "
                         "circular and reversal-invariant) or geometric (the paper's printed "
@@ -116,7 +119,7 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
                           pe_dim=args.pe_dim, batch_size=args.batch_size,
                           t_train=args.t_train, n_step=args.n_step, val_steps=args.val_steps,
                           lr_actor=args.lr_actor, lr_critic=args.lr_critic, seed=args.seed,
-                          pe_gate=args.pe_gate, compiled=args.compile,
+                          pe_init=args.pe_init, compiled=args.compile,
                           ipe_frequencies=args.ipe_frequencies,
                           local_mp=not args.no_local_mp)
     # One validation batch holding the whole set: it is then exactly the instances of

@@ -40,6 +40,7 @@ the module is built (the CLI seeds it with ``seed_everything(seed)`` first).
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -97,8 +98,10 @@ class DACTLightning(L.LightningModule):
             default :func:`default_init` (random, as DACT; nearest neighbour for VRPTW).
         val_steps: greedy improvement steps per validation instance.
         seed: base seed of the per-batch generators.
-        pe_gate: zero-initialised learnable gate on the node code
-            (:class:`~pyg_routing.models.GPSEncoder`); off by default (paper).
+        pe_init: how the encoder's weights on the node code start
+            (:class:`~pyg_routing.models.GPSEncoder`): ``"zero"`` (default; every
+            encoding starts as the No-PE model of the same seed) or ``"default"``
+            (PyTorch's default over the concatenated fan-in).
         ipe_frequencies: IPE frequencies of ``ipe`` / ``ipexpe`` (ignored by the
             other encodings): ``"harmonic"`` (default; ``ω_k = k + 1``, exactly
             circular and reversal-invariant) or ``"geometric"`` (the paper's printed
@@ -117,7 +120,7 @@ class DACTLightning(L.LightningModule):
                  lr_actor: float = 1e-4, lr_critic: float = 3e-5, lr_decay: float = 0.985,
                  max_grad_norm: float | None = 0.2, value_coef: float = 1.0,
                  warm_up: float = 2.0, init: str | None = None, val_steps: int = 200,
-                 seed: int = 0, pe_gate: bool = False, compiled: bool = False,
+                 seed: int = 0, pe_init: str = "zero", compiled: bool = False,
                  ipe_frequencies: str = "harmonic", local_mp: bool = True) -> None:
         super().__init__()
         problem = Problem.parse(problem).value
@@ -134,7 +137,7 @@ class DACTLightning(L.LightningModule):
             "ipe", "ipexpe") else {}
         self.policy = DACTPolicy.build(problem, pe=pe, dim=dim, heads=heads,
                                        num_layers=num_layers, pe_dim=pe_dim,
-                                       num_bands=num_bands, pe_gate=pe_gate,
+                                       num_bands=num_bands, pe_init=pe_init,
                                        compiled=compiled, local_mp=local_mp, **ipe_kwargs)
 
     # ------------------------------------------------------------------ policy
@@ -344,7 +347,15 @@ def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = No
     if expect_pe is not None and hp["pe"] != expect_pe:
         raise ValueError(f"checkpoint {ckpt_path} uses positional encoding {hp['pe']!r}, "
                          f"but {expect_pe!r} was expected")
-    model = DACTLightning.load_from_checkpoint(ckpt_path, map_location=map_location)
+    if hp.get("pe_gate"):
+        raise ValueError(f"checkpoint {ckpt_path} was trained with pe_gate=True, an option "
+                         f"pyg_routing no longer has (pe_init='zero' replaced it): retrain it")
+    # Hyperparameters of earlier versions that no longer exist (pe_gate=False) are
+    # dropped; the weights must then load strictly.
+    known = inspect.signature(DACTLightning.__init__).parameters
+    model = DACTLightning(**{k: v for k, v in hp.items() if k in known})
+    model.load_state_dict(ckpt["state_dict"])
+    model.to(map_location if isinstance(map_location, (str, torch.device)) else "cpu")
     if compiled is not None:
         model.policy.decoder.compiled = compiled
     return model.policy.eval()
