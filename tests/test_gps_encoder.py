@@ -130,8 +130,8 @@ def test_zero_pe_init_starts_every_encoding_from_the_no_pe_model(pe):
 def test_pe_init_is_checked_and_the_code_weights_learn_where_the_code_matters():
     with pytest.raises(ValueError, match="unknown pe_init 'xavier'.*zero.*default"):
         GPSEncoder(pe="ipexpe", pe_init="xavier")
-    # the code block learns: one gradient step on a target that depends on the
-    # within-route position moves the embedding of two same-feature nodes apart
+    # the code block learns: a few Adam steps on a target that depends on the
+    # within-route position tell apart nodes whose features are all equal
     torch.manual_seed(0)
     enc = GPSEncoder(2, 16, 2, 1, pe="ipe", pe_dim=8, local_mp=False)
     batch = Batch.from_data_list(_datas())
