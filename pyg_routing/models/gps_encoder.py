@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator
 
 import torch
@@ -136,16 +135,16 @@ class GPSEncoder(nn.Module):
         if self.pe_init == "default" or not self.pe_width:
             first.reset_parameters()
         else:
-            # The draws of ``nn.Linear(in_channels, dim).reset_parameters()``, then a
-            # zero code block: h0 starts as the No-PE model's.
+            # A No-PE model's first layer, drawn by PyTorch's own init, then a zero
+            # code block: h0 starts as the No-PE model's.
             f = self.in_channels
-            feat = torch.empty(self.dim, f, device=first.weight.device,
-                               dtype=first.weight.dtype)
-            nn.init.kaiming_uniform_(feat, a=math.sqrt(5))
+            plain = nn.utils.skip_init(nn.Linear, f, self.dim, device=first.weight.device,
+                                       dtype=first.weight.dtype)
+            plain.reset_parameters()
             with torch.no_grad():
-                first.weight[:, :f].copy_(feat)
+                first.weight[:, :f].copy_(plain.weight)
                 first.weight[:, f:].zero_()
-            nn.init.uniform_(first.bias, -1 / math.sqrt(f), 1 / math.sqrt(f))
+                first.bias.copy_(plain.bias)
         self.input[2].reset_parameters()
 
     def _features(self, data: Data) -> Tensor:
