@@ -30,6 +30,7 @@ import torch
 from pyg_routing.data.generators import make_generator
 from pyg_routing.envs import improve
 from pyg_routing.models import DACTPolicy
+from pyg_routing.models.gps_encoder import LOCAL_MPS
 from pyg_routing.training import DACTLightning, RoutingDataModule
 
 REPEAT = 5         # inference: best of 5 interleaved rounds for every runner
@@ -63,9 +64,10 @@ def fastest_batch(times: list[float]) -> float:
 
 
 def ours_inference(problem: str, n: int, b: int, steps: int, pe: str,
-                   compiled: bool = False) -> Callable[[int], float]:
+                   compiled: bool = False, local_mp: str = "directed") -> Callable[[int], float]:
     """A warmed-up timed rollout of ``steps`` steps: ``run(repeat) -> seconds``."""
-    policy = DACTPolicy.build(problem, pe=pe, dim=64, heads=4, num_layers=3, compiled=compiled)
+    policy = DACTPolicy.build(problem, pe=pe, dim=64, heads=4, num_layers=3, compiled=compiled,
+                              local_mp=local_mp)
     inst = make_generator(problem, n, seed=0).sample(b)
     improve(inst, policy, steps=2, init="random")                   # warm-up (and compile)
     return lambda r: improve(inst, policy, steps=steps, init="random",
@@ -73,11 +75,12 @@ def ours_inference(problem: str, n: int, b: int, steps: int, pe: str,
 
 
 def ours_training(n: int, b: int, t_train: int, n_step: int, batches: int, pe: str,
-                  compiled: bool = False) -> Callable[[int], float]:
+                  compiled: bool = False, local_mp: str = "directed") -> Callable[[int], float]:
     """A short PPO fit: ``run(round) -> seconds`` of its fastest timed batch."""
     def run(_: int) -> float:
         model = DACTLightning("tsp", n, pe=pe, dim=64, heads=4, num_layers=3, batch_size=b,
-                              t_train=t_train, n_step=n_step, warm_up=0, compiled=compiled)
+                              t_train=t_train, n_step=n_step, warm_up=0, compiled=compiled,
+                              local_mp=local_mp)
         data = RoutingDataModule("tsp", n, batch_size=b, batches_per_epoch=batches,
                                  val_size=b)
         timer = BatchTimer()
@@ -148,6 +151,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=4, help="training batches (1st = warm-up)")
     parser.add_argument("--pe", default="ipexpe", help="our encoding (dact_cpe = DACT's own)")
     parser.add_argument("--no-compile", action="store_true", help="skip the compiled rows")
+    parser.add_argument("--local-mp", choices=LOCAL_MPS, default="directed",
+                        help="our encoder's route-graph message passing")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
@@ -164,12 +169,13 @@ def main() -> None:
     for problem in ("tsp", "cvrp"):
         for compiled in variants:
             runners[(problem, compiled)] = ours_inference(problem, n, b, args.steps, args.pe,
-                                                          compiled)
+                                                          compiled, args.local_mp)
     if have_rl4co:
         runners["rl4co"] = rl4co_inference(n, b, args.steps)
     rate = interleaved_rates(runners, b * args.steps)
     trainers = {compiled: ours_training(n, b, args.t_train, args.n_step, args.batches,
-                                        args.pe, compiled) for compiled in variants}
+                                        args.pe, compiled, args.local_mp)
+                for compiled in variants}
     if have_rl4co:
         trainers["rl4co"] = rl4co_training(n, b, args.t_train, args.n_step, args.batches)
     train_rate = interleaved_rates(trainers, b * args.t_train, TRAIN_ROUNDS)
@@ -179,7 +185,8 @@ def main() -> None:
         rows += [(f"inference TSP{tag}", rate[("tsp", compiled)], rate.get("rl4co")),
                  (f"training TSP{tag}", train_rate[compiled], train_rate.get("rl4co")),
                  (f"inference CVRP{tag}", rate[("cvrp", compiled)], None)]
-    print(f"DACT, {n} customers, batch {b}, embed 64, 3 layers, pe={args.pe}; "
+    print(f"DACT, {n} customers, batch {b}, embed 64, 3 layers, pe={args.pe}, "
+          f"local_mp={args.local_mp}; "
           f"training T_train={args.t_train}, n_step={args.n_step}, K=3")
     print(f"{'':25s} {'ours inst-steps/s':>18s} {'rl4co inst-steps/s':>19s} {'ratio':>7s}")
     for name, ours, ref in rows:

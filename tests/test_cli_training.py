@@ -144,9 +144,44 @@ def test_train_a_plain_transformer_encoder_round_trips_through_the_checkpoint(tm
                  "--out", str(tmp_path), *TINY]) == 0
     (ckpt,) = Path(tmp_path).rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="tsp", expect_pe="ipexpe")
-    assert policy.encoder.local_mp is False
+    assert policy.encoder.local_mp == "none"
     assert all(layer.local is None for layer in policy.encoder.layers)
-    assert not any(".local." in k for k in _weights(ckpt))
+    assert not any(".local" in k for k in _weights(ckpt))
+
+
+def test_local_mp_reaches_the_checkpoint_and_older_checkpoints_load_as_undirected(tmp_path,
+                                                                                 capsys):
+    """--local-mp undirected round-trips; a checkpoint of the version whose local_mp
+    was a bool (True = the one undirected GIN) or absent loads as "undirected", its
+    weights strictly; resuming into another local_mp is refused by name."""
+    from pyg_routing.training import load_policy
+
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--local-mp", "undirected",
+                 "--out", str(tmp_path / "u"), *TINY]) == 0
+    (ckpt,) = Path(tmp_path / "u").rglob("last.ckpt")
+    policy = load_policy(ckpt)
+    assert policy.encoder.local_mp == "undirected"
+    assert "local_mp='undirected'" in repr(policy.encoder)
+    assert not any("local_rev" in k for k in _weights(ckpt))
+    raw = torch.load(ckpt, map_location="cpu", weights_only=False)
+    raw["hyper_parameters"]["local_mp"] = True
+    torch.save(raw, tmp_path / "bool.ckpt")
+    del raw["hyper_parameters"]["local_mp"]
+    torch.save(raw, tmp_path / "absent.ckpt")
+    for name in ("bool.ckpt", "absent.ckpt"):
+        legacy = load_policy(tmp_path / name)
+        assert legacy.encoder.local_mp == "undirected"
+        torch.testing.assert_close(dict(legacy.state_dict()), dict(policy.state_dict()))
+    code = main(["train", "--problem", "cvrp", "--pe", "ipe", "--resume", str(ckpt),
+                 "--out", str(tmp_path / "r"), *TINY])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot resume" in err
+    assert "local_mp='undirected' (this run: 'directed')" in err
+    code = main(["train", "--problem", "cvrp", "--pe", "none", "--local-mp", "undirected",
+                 "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])
+    assert code == 2 and "pe='ipe' (this run: 'none')" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", "--local-mp", "both", *TINY])
 
 
 def _weights(ckpt: Path) -> dict:

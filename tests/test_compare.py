@@ -88,9 +88,13 @@ def test_markdown_caption_names_non_default_model_options():
     assert "IPE frequencies" not in render_markdown(base)
     assert "PE init" not in render_markdown({**base, "pe_init": "zero",
                                              "ipe_frequencies": "harmonic"})
-    assert "Transformer" not in render_markdown({**base, "local_mp": True})
+    assert "message passing" not in render_markdown({**base, "local_mp": "directed"})
+    assert render_markdown({**base, "local_mp": "undirected"}).splitlines()[0].endswith(
+        "≤ 1 epochs, undirected route-graph message passing")
+    # results written when local_mp was a bool: True was the undirected GIN
+    assert "undirected" in render_markdown({**base, "local_mp": True}).splitlines()[0]
     caption = render_markdown({**base, "pe_init": "default", "ipe_frequencies": "geometric",
-                               "local_mp": False})
+                               "local_mp": "none"})
     assert caption.splitlines()[0].endswith(
         "≤ 1 epochs, PE init default, IPE frequencies geometric, plain Transformer "
         "(no route-graph message passing)")

@@ -46,15 +46,17 @@ def test_precomputed_transform_output_is_used_and_equal():
 def test_the_encoding_reaches_the_output():
     # Same coordinates and route graph, routes traversed in reverse: direction-aware
     # encodings (via the CVRP 'auto' choice, IPE is invariant; ALiBi is index-based)
-    # change the output only where the encoding changes.
+    # change the output only where the encoding changes. The undirected GIN: the
+    # directed default tells a route from its reversal by itself.
     torch.manual_seed(0)
     datas = _datas()
     fwd = Batch.from_data_list([datas[0]])
     rev = Batch.from_data_list([RoutingData.from_routes(datas[0], [r[::-1] for r in
                                                                     datas[0].routes()])])
-    alibi = GPSEncoder(2, 32, 4, 1, pe="alibi").eval()
+    alibi = GPSEncoder(2, 32, 4, 1, pe="alibi", local_mp="undirected").eval()
     assert (alibi(fwd) - alibi(rev)).abs().max() > 1e-4
-    ipe = GPSEncoder(2, 32, 4, 1, pe="ipe", pe_dim=16, direction="invariant").eval()
+    ipe = GPSEncoder(2, 32, 4, 1, pe="ipe", pe_dim=16, direction="invariant",
+                     local_mp="undirected").eval()
     # GIN sees the undirected graph, IPE is reversal-invariant, attention has no index:
     torch.testing.assert_close(ipe(fwd), ipe(rev), atol=1e-4, rtol=1e-4)
 
@@ -169,8 +171,42 @@ def test_without_local_message_passing_the_solution_reaches_the_model_only_via_t
     assert differs(pe="none")
     plain = GPSEncoder(2, 32, 4, 2, pe="none", local_mp=False)
     assert all(layer.local is None and layer.norm_local is None for layer in plain.layers)
-    assert not any(".local." in k for k in plain.state_dict())
-    assert "local_mp=False" in repr(plain)
+    assert not any(".local" in k for k in plain.state_dict())
+    assert plain.local_mp == "none" and "local_mp='none'" in repr(plain)
     # The dense (search) path agrees with the batch path without local layers too.
     torch.testing.assert_close(plain.forward_dense(a.pos.unsqueeze(0), b.edge_index)[0],
                                plain(a), atol=1e-5, rtol=1e-4)
+
+
+def test_directed_message_passing_tells_successor_from_predecessor():
+    """A 2-opt move (i, j) removes i -> succ(i) and j -> succ(j), so the policy must
+    know which neighbour is the successor. With No PE, the undirected GIN gives a
+    tour and its reversal the same embeddings; the directed default does not, and
+    on the reversal it equals the model with its two GINs swapped, exactly."""
+    from pyg_routing.data import TSPGenerator
+
+    inst = TSPGenerator(8, seed=2).sample(1)[0]
+    tour = [[3, 1, 6, 2, 7, 5, 4]]
+    a = RoutingData.from_routes(inst, tour)
+    rev = RoutingData.from_routes(inst, [tour[0][::-1]])
+
+    def build(local_mp):
+        torch.manual_seed(0)
+        return GPSEncoder(2, 32, 4, 2, pe="none", local_mp=local_mp).eval()
+
+    undirected = build("undirected")
+    torch.testing.assert_close(undirected(a), undirected(rev), atol=1e-5, rtol=1e-4)
+    directed = build("directed")
+    assert not torch.allclose(directed(a), directed(rev), atol=1e-3)
+    swapped = build("directed")
+    for layer in swapped.layers:
+        layer.local, layer.local_rev = layer.local_rev, layer.local
+    torch.testing.assert_close(swapped(rev), directed(a), atol=1e-5, rtol=1e-4)
+    # the dense (search) path sees the same arcs
+    torch.testing.assert_close(directed.forward_dense(a.pos.unsqueeze(0), a.edge_index)[0],
+                               directed(a), atol=1e-5, rtol=1e-4)
+    assert GPSEncoder(pe="none", local_mp=True).local_mp == "directed"
+    assert all(layer.local_rev is not None for layer in directed.layers)
+    assert all(layer.local_rev is None for layer in undirected.layers)
+    with pytest.raises(ValueError, match="unknown local_mp 'both'.*directed.*undirected.*none"):
+        GPSEncoder(pe="none", local_mp="both")

@@ -17,6 +17,18 @@ from pyg_routing.models.pe import AbsolutePE, AttentionBias, RotaryPE
 
 #: How the first layer's weights on the node code start (see :class:`GPSEncoder`).
 PE_INITS = ("zero", "default")
+#: Local message passing over the route graph (see :class:`GPSEncoder`).
+LOCAL_MPS = ("directed", "undirected", "none")
+
+
+def check_local_mp(local_mp: str | bool) -> str:
+    """``local_mp`` as one of :data:`LOCAL_MPS` (``True`` -> ``"directed"``, ``False``
+    -> ``"none"``); anything else is refused with the valid choices."""
+    if isinstance(local_mp, bool):
+        return "directed" if local_mp else "none"
+    if local_mp not in LOCAL_MPS:
+        raise ValueError(f"unknown local_mp {local_mp!r}; choose from {LOCAL_MPS}")
+    return local_mp
 
 
 @contextlib.contextmanager
@@ -63,7 +75,13 @@ class GPSEncoder(nn.Module):
             across nodes for IPE+XPE on CVRP-20 and TSP-20) and short trainings see the
             coordinates only faintly. Node encodings only (incl. APE); ignored otherwise.
         local_mp: local message passing over the route graph in every layer (the
-            GraphGPS design). ``False`` gives the plain Transformer of the paper's
+            GraphGPS design). ``"directed"`` (default; ``True``): one GIN over the
+            route arcs and one over their reversal (:class:`GPSLayer`), so a node's
+            embedding tells its successor from its predecessor, which the 2-opt
+            action ``(i, j)`` (removing ``i -> succ(i)`` and ``j -> succ(j)``) needs.
+            ``"undirected"``: one GIN over the arcs in both directions (the
+            encoder before the option; reversal-invariant with a reversal-invariant
+            encoding). ``"none"`` (``False``): the plain Transformer of the paper's
             Sec. 3.3: the solution then reaches the model only through the encoding
             (and, for CVRP, the route-load features).
         pe_kwargs: extra arguments of the encoding's transform or module.
@@ -74,14 +92,16 @@ class GPSEncoder(nn.Module):
     def __init__(self, in_channels: int = 2, dim: int = 128, heads: int = 8,
                  num_layers: int = 3, pe: str = "ipexpe", pe_dim: int = 64,
                  num_bands: int = 4, pe_attr: str = "pe", dropout: float = 0.0,
-                 max_route_len: int = 512, pe_init: str = "zero", local_mp: bool = True,
+                 max_route_len: int = 512, pe_init: str = "zero",
+                 local_mp: str | bool = "directed",
                  **pe_kwargs) -> None:
         super().__init__()
         spec = encodings.info(pe)
         if pe_init not in PE_INITS:
             raise ValueError(f"unknown pe_init {pe_init!r}; choose from {PE_INITS}")
         self.pe, self.kind, self.pe_attr = spec.name, spec.kind, pe_attr
-        self.in_channels, self.dim, self.local_mp = in_channels, dim, local_mp
+        self.in_channels, self.dim = in_channels, dim
+        self.local_mp = check_local_mp(local_mp)
         self.pe_init = pe_init
         self.node_pe = None
         self.ape: AbsolutePE | None = None
@@ -108,8 +128,9 @@ class GPSEncoder(nn.Module):
         self.pe_width = pe_width
         self.input = nn.Sequential(nn.utils.skip_init(nn.Linear, in_channels + pe_width, dim),
                                    nn.ReLU(), nn.Linear(dim, dim))
-        self.layers = nn.ModuleList(GPSLayer(dim, heads, dropout, rotary=rotary, local=local_mp)
-                                    for _ in range(num_layers))
+        self.layers = nn.ModuleList(
+            GPSLayer(dim, heads, dropout, rotary=rotary, local=self.local_mp != "none",
+                     directed=self.local_mp == "directed") for _ in range(num_layers))
         self.reset_parameters()
 
     def _node_pe_width(self, pe_dim: int, num_bands: int) -> int:
@@ -209,7 +230,7 @@ class GPSEncoder(nn.Module):
     def _layers(self, h: Tensor, edge_index: Tensor, batch: Tensor, route_pos: Tensor | None,
                 route_id: Tensor | None, mask: Tensor | None,
                 graph_size: int | None = None) -> Tensor:
-        if self.local_mp:
+        if self.local_mp == "undirected":
             edge_index = to_undirected(edge_index, num_nodes=h.size(0))
         bias = self.bias(route_pos, route_id, mask) if self.bias is not None else None
         position = route_pos if self.kind == "rotary" else None
@@ -218,7 +239,7 @@ class GPSEncoder(nn.Module):
         return h
 
     def __repr__(self) -> str:
-        extra = "" if self.local_mp else ", local_mp=False"
+        extra = "" if self.local_mp == "directed" else f", local_mp={self.local_mp!r}"
         if self.pe_width and self.pe_init != "zero":
             extra += f", pe_init={self.pe_init!r}"
         return (f"{type(self).__name__}(in_channels={self.in_channels}, dim={self.dim}, "

@@ -163,7 +163,7 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
         "pe_init": args.pe_init, "ipe_frequencies": args.ipe_frequencies,
-        "local_mp": not args.no_local_mp,
+        "local_mp": args.local_mp,
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
         "validation_reference": val_ref}
     if test_ref is not None:
@@ -242,14 +242,24 @@ def _row_order(row: dict[str, Any]) -> int:
     return order.index(row["encoding"])
 
 
+_LOCAL_MP_CAPTIONS = {"none": ", plain Transformer (no route-graph message passing)",
+                      "undirected": ", undirected route-graph message passing"}
+
+
+def _local_mp(result: dict[str, Any]) -> str:
+    """A result's ``local_mp``; results written before the option was a string held
+    ``True`` for the (then only) undirected message passing."""
+    mp = result.get("local_mp", "directed")
+    return ("undirected" if mp else "none") if isinstance(mp, bool) else mp
+
+
 def _model_options(result: dict[str, Any]) -> str:
     """The non-default model options of a comparison, for its table's caption."""
     parts = ([f", PE init {result['pe_init']}"]
              if result.get("pe_init", "zero") != "zero" else []) + (
         [f", IPE frequencies {result['ipe_frequencies']}"]
         if result.get("ipe_frequencies", "harmonic") != "harmonic" else []) + (
-        [", plain Transformer (no route-graph message passing)"]
-        if not result.get("local_mp", True) else [])
+        [_LOCAL_MP_CAPTIONS[mp]] if (mp := _local_mp(result)) != "directed" else [])
     return "".join(parts)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from pyg_routing.functional.route_pe import FREQUENCIES
-from pyg_routing.models.gps_encoder import PE_INITS
+from pyg_routing.models.gps_encoder import LOCAL_MPS, PE_INITS
 
 #: Validation instances use this seed offset from the training seed (disjoint seeds).
 VAL_SEED_OFFSET = 10**9
@@ -61,10 +61,15 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
                    help="IPE frequencies of ipe/ipexpe: harmonic (default, k + 1: exactly "
                         "circular and reversal-invariant) or geometric (the paper's printed "
                         "lambda^(-2k/D), which is neither)")
-    p.add_argument("--no-local-mp", action="store_true",
-                   help="drop the encoder's message passing over the route graph: the "
-                        "paper's plain Transformer (Sec. 3.3), which sees the solution only "
-                        "through the encoding")
+    p.add_argument("--local-mp", choices=LOCAL_MPS, default="directed",
+                   help="the encoder's message passing over the route graph: directed "
+                        "(default; separate GINs for predecessor and successor, so nodes "
+                        "know the tour direction the 2-opt moves are defined in), "
+                        "undirected (one GIN over both arc directions), or none (the "
+                        "paper's plain Transformer, Sec. 3.3, which sees the solution only "
+                        "through the encoding)")
+    p.add_argument("--no-local-mp", dest="local_mp", action="store_const", const="none",
+                   help="same as --local-mp none")
     p.add_argument("--compile", action="store_true",
                    help="score move pairs with torch.compile where no gradient flows "
                         "(validation, warm-up, the saved policy's search; the first call "
@@ -94,6 +99,28 @@ def parse_devices(value: str, accelerator: str) -> int | str:
     return count
 
 
+#: Hyperparameters that shape the weights: a resumed run must match its checkpoint.
+ARCHITECTURE_HPARAMS = ("problem", "pe", "dim", "heads", "num_layers", "pe_dim", "num_bands",
+                        "local_mp")
+
+
+def check_resumable(ckpt_path: str | Path, hparams: Any) -> None:
+    """Refuse, naming the options, to resume a checkpoint into another architecture
+    (Lightning would fail later on mismatched weight names or shapes)."""
+    from pyg_routing.training.ppo import legacy_hparams
+
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+    stored = ckpt.get("hyper_parameters") if isinstance(ckpt, dict) else None
+    if not stored or "pe" not in stored:
+        raise ValueError(f"{ckpt_path} is not a DACTLightning checkpoint (no hyperparameters)")
+    stored = legacy_hparams(stored)
+    diff = [f"{k}={stored[k]!r} (this run: {hparams[k]!r})" for k in ARCHITECTURE_HPARAMS
+            if k in stored and stored[k] != hparams[k]]
+    if diff:
+        raise ValueError(f"cannot resume {ckpt_path}: it was trained with " + ", ".join(diff)
+                         + "; pass the same options to resume it")
+
+
 def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float | None = None,
              resume: str | None = None, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     """Train one DACT policy with encoding ``pe`` as ``args`` (see
@@ -121,7 +148,9 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
                           lr_actor=args.lr_actor, lr_critic=args.lr_critic, seed=args.seed,
                           pe_init=args.pe_init, compiled=args.compile,
                           ipe_frequencies=args.ipe_frequencies,
-                          local_mp=not args.no_local_mp)
+                          local_mp=args.local_mp)
+    if resume is not None:
+        check_resumable(resume, model.hparams)
     # One validation batch holding the whole set: it is then exactly the instances of
     # ``RoutingDataset(..., num_instances=val_size, seed=seed + VAL_SEED_OFFSET)``.
     data = RoutingDataModule(args.problem, args.num_customers, batch_size=args.batch_size,

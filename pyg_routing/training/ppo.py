@@ -59,6 +59,7 @@ from pyg_routing.envs.state import TwoOptState
 from pyg_routing.envs.two_opt import action_mask, reset, step
 from pyg_routing.functional.route_pe import FREQUENCIES
 from pyg_routing.models.dact_policy import DACTPolicy
+from pyg_routing.models.gps_encoder import check_local_mp
 
 _MOD = 2**62
 
@@ -106,8 +107,11 @@ class DACTLightning(L.LightningModule):
             other encodings): ``"harmonic"`` (default; ``ω_k = k + 1``, exactly
             circular and reversal-invariant) or ``"geometric"`` (the paper's printed
             ``λ^(-2k/D)``, which is neither; for reproduction).
-        local_mp: route-graph message passing in the encoder (GraphGPS); ``False``:
-            the paper's plain Transformer encoder (Sec. 3.3).
+        local_mp: route-graph message passing in the encoder (GraphGPS):
+            ``"directed"`` (default; separate GINs for predecessor and successor),
+            ``"undirected"`` (one GIN over both arc directions) or ``"none"`` (the
+            paper's plain Transformer encoder, Sec. 3.3); see
+            :class:`~pyg_routing.models.GPSEncoder`.
         compiled: score move pairs with ``torch.compile``
             (:class:`~pyg_routing.models.PairDecoder`) where no gradient flows
             (curriculum warm-up, validation); same model, faster steps.
@@ -121,13 +125,15 @@ class DACTLightning(L.LightningModule):
                  max_grad_norm: float | None = 0.2, value_coef: float = 1.0,
                  warm_up: float = 2.0, init: str | None = None, val_steps: int = 200,
                  seed: int = 0, pe_init: str = "zero", compiled: bool = False,
-                 ipe_frequencies: str = "harmonic", local_mp: bool = True) -> None:
+                 ipe_frequencies: str = "harmonic", local_mp: str = "directed") -> None:
         super().__init__()
         problem = Problem.parse(problem).value
         if t_train % n_step:
             raise ValueError(f"t_train={t_train} must be a multiple of n_step={n_step}")
+        local_mp = check_local_mp(local_mp)
         self.save_hyperparameters()
         self.hparams.problem = problem
+        self.hparams.local_mp = local_mp
         self.hparams.init = init or default_init(problem)
         self.automatic_optimization = False
         if ipe_frequencies not in FREQUENCIES:
@@ -324,6 +330,18 @@ class DACTLightning(L.LightningModule):
         return cost
 
 
+def legacy_hparams(hp: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's hyperparameters in today's terms (a new dict). Before
+    ``local_mp`` took ``"directed"``, the encoder's message passing was one GIN over
+    both arc directions: a stored ``local_mp=True``, or none stored, means
+    ``"undirected"``; ``False`` means ``"none"``."""
+    hp = dict(hp)
+    mp = hp.get("local_mp", True)
+    if isinstance(mp, bool):
+        hp["local_mp"] = "undirected" if mp else "none"
+    return hp
+
+
 def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = None,
                 expect_pe: str | None = None, map_location: Any = "cpu",
                 compiled: bool | None = None) -> DACTPolicy:
@@ -347,6 +365,7 @@ def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = No
     if expect_pe is not None and hp["pe"] != expect_pe:
         raise ValueError(f"checkpoint {ckpt_path} uses positional encoding {hp['pe']!r}, "
                          f"but {expect_pe!r} was expected")
+    hp = legacy_hparams(hp)
     if hp.get("pe_gate"):
         raise ValueError(f"checkpoint {ckpt_path} was trained with pe_gate=True, an option "
                          f"pyg_routing no longer has (pe_init='zero' replaced it): retrain it")
