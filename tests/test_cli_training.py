@@ -175,7 +175,7 @@ def test_local_mp_reaches_the_checkpoint_and_older_checkpoints_load_as_undirecte
     code = main(["train", "--problem", "cvrp", "--pe", "ipe", "--resume", str(ckpt),
                  "--out", str(tmp_path / "r"), *TINY])
     err = capsys.readouterr().err
-    assert code == 2 and "cannot resume" in err
+    assert code == 2 and f"cannot resume {ckpt}" in err
     assert "local_mp='undirected' (this run: 'directed')" in err
     code = main(["train", "--problem", "cvrp", "--pe", "none", "--local-mp", "undirected",
                  "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])

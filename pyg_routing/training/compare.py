@@ -34,6 +34,7 @@ from pyg_routing.training.fit import (
     fit_dact,
     wants_gpu,
 )
+from pyg_routing.training.ppo import legacy_hparams
 
 #: CSV columns, in order.
 COLUMNS = ("encoding", "method", "family", "objective", "objective_std", "gap_percent",
@@ -246,20 +247,14 @@ _LOCAL_MP_CAPTIONS = {"none": ", plain Transformer (no route-graph message passi
                       "undirected": ", undirected route-graph message passing"}
 
 
-def _local_mp(result: dict[str, Any]) -> str:
-    """A result's ``local_mp``; results written before the option was a string held
-    ``True`` for the (then only) undirected message passing."""
-    mp = result.get("local_mp", "directed")
-    return ("undirected" if mp else "none") if isinstance(mp, bool) else mp
-
-
 def _model_options(result: dict[str, Any]) -> str:
     """The non-default model options of a comparison, for its table's caption."""
     parts = ([f", PE init {result['pe_init']}"]
              if result.get("pe_init", "zero") != "zero" else []) + (
         [f", IPE frequencies {result['ipe_frequencies']}"]
         if result.get("ipe_frequencies", "harmonic") != "harmonic" else []) + (
-        [_LOCAL_MP_CAPTIONS[mp]] if (mp := _local_mp(result)) != "directed" else [])
+        [_LOCAL_MP_CAPTIONS[mp]]
+        if (mp := legacy_hparams(result)["local_mp"]) != "directed" else [])
     return "".join(parts)
 
 

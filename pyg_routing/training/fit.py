@@ -99,28 +99,6 @@ def parse_devices(value: str, accelerator: str) -> int | str:
     return count
 
 
-#: Hyperparameters that shape the weights: a resumed run must match its checkpoint.
-ARCHITECTURE_HPARAMS = ("problem", "pe", "dim", "heads", "num_layers", "pe_dim", "num_bands",
-                        "local_mp")
-
-
-def check_resumable(ckpt_path: str | Path, hparams: Any) -> None:
-    """Refuse, naming the options, to resume a checkpoint into another architecture
-    (Lightning would fail later on mismatched weight names or shapes)."""
-    from pyg_routing.training.ppo import legacy_hparams
-
-    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-    stored = ckpt.get("hyper_parameters") if isinstance(ckpt, dict) else None
-    if not stored or "pe" not in stored:
-        raise ValueError(f"{ckpt_path} is not a DACTLightning checkpoint (no hyperparameters)")
-    stored = legacy_hparams(stored)
-    diff = [f"{k}={stored[k]!r} (this run: {hparams[k]!r})" for k in ARCHITECTURE_HPARAMS
-            if k in stored and stored[k] != hparams[k]]
-    if diff:
-        raise ValueError(f"cannot resume {ckpt_path}: it was trained with " + ", ".join(diff)
-                         + "; pass the same options to resume it")
-
-
 def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float | None = None,
              resume: str | None = None, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     """Train one DACT policy with encoding ``pe`` as ``args`` (see
@@ -149,8 +127,6 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
                           pe_init=args.pe_init, compiled=args.compile,
                           ipe_frequencies=args.ipe_frequencies,
                           local_mp=args.local_mp)
-    if resume is not None:
-        check_resumable(resume, model.hparams)
     # One validation batch holding the whole set: it is then exactly the instances of
     # ``RoutingDataset(..., num_instances=val_size, seed=seed + VAL_SEED_OFFSET)``.
     data = RoutingDataModule(args.problem, args.num_customers, batch_size=args.batch_size,

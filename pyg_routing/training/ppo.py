@@ -62,6 +62,9 @@ from pyg_routing.models.dact_policy import DACTPolicy
 from pyg_routing.models.gps_encoder import check_local_mp
 
 _MOD = 2**62
+#: Hyperparameters that shape the weights: a resumed run must match its checkpoint.
+ARCHITECTURE_HPARAMS = ("problem", "pe", "dim", "heads", "num_layers", "pe_dim", "num_bands",
+                        "local_mp")
 
 
 def default_init(problem: str | Problem) -> str:
@@ -202,6 +205,18 @@ class DACTLightning(L.LightningModule):
             yield cpu, dev
 
     # ------------------------------------------------------------------ training
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Refuse, naming the options, a checkpoint of another architecture when
+        Lightning resumes into this model (before it loads the weights, where it would
+        fail on mismatched names or shapes)."""
+        stored = legacy_hparams(checkpoint.get("hyper_parameters") or {})
+        diff = [f"{k}={stored[k]!r} (this run: {self.hparams[k]!r})"
+                for k in ARCHITECTURE_HPARAMS if k in stored and stored[k] != self.hparams[k]]
+        if diff:
+            path = getattr(self._trainer, "ckpt_path", None) or "the checkpoint"
+            raise ValueError(f"cannot resume {path}: it was trained with " + ", ".join(diff)
+                             + "; pass the same options to resume it")
+
     def configure_optimizers(self) -> Any:
         hp = self.hparams
         critic = list(self.policy.critic.parameters())
