@@ -210,3 +210,32 @@ def test_directed_message_passing_tells_successor_from_predecessor():
     assert all(layer.local_rev is None for layer in undirected.layers)
     with pytest.raises(ValueError, match="unknown local_mp 'both'.*directed.*undirected.*none"):
         GPSEncoder(pe="none", local_mp="both")
+
+
+@pytest.mark.parametrize("local_mp", ["directed", "undirected", "none"])
+def test_search_path_gather_equals_the_gin_scatter_values_and_gradients(local_mp):
+    """In a search every node has one successor: the directed encoder gathers
+    predecessor and successor rows (``succ=``) instead of scattering over the arcs.
+    Same output and same gradients as PyG's GINConv on the arcs; the other settings
+    ignore ``succ``."""
+    from pyg_routing.data.route_quantities import edge_index_from_successors
+    from pyg_routing.envs.two_opt import node_features, reset
+
+    inst = CVRPGenerator(12, seed=3).sample(5)
+    state = reset(inst, init="random", generator=torch.Generator().manual_seed(0))
+    x = node_features(state).float()
+    arcs = edge_index_from_successors(state.succ)
+
+    def run(**kw):
+        torch.manual_seed(0)
+        enc = GPSEncoder(6, 32, 4, 2, pe="none", local_mp=local_mp)
+        out = enc.forward_dense(x, arcs, **kw)
+        out.square().sum().backward()
+        return out, [p.grad for p in enc.parameters() if p.grad is not None]
+
+    scatter, g_scatter = run()
+    gather, g_gather = run(succ=state.succ)
+    torch.testing.assert_close(gather, scatter, atol=1e-6, rtol=1e-5)
+    assert len(g_gather) == len(g_scatter)
+    for a, b in zip(g_gather, g_scatter):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

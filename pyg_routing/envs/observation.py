@@ -47,6 +47,8 @@ class Observation:
             ``F = 6``, VRPTW 9), in the encoder's dtype.
         edge_index: ``[2, B * M]`` route arcs of the current solutions over the
             flattened ``B * M`` nodes (one successor per node).
+        succ: ``[B, M]`` long successor of every node within its instance (the
+            same arcs; the directed encoder gathers along them).
         pe: ``[B, M, W]`` node encoding of node kinds, ``None`` for the others.
         route_pos: ``[B, M]`` long within-route positions (depot copies 0).
         route_id: ``[B, M]`` long route ids (unique over the batch; -1 at depots).
@@ -56,6 +58,7 @@ class Observation:
 
     x: Tensor
     edge_index: Tensor
+    succ: Tensor
     pe: Tensor | None
     route_pos: Tensor
     route_id: Tensor
@@ -64,7 +67,7 @@ class Observation:
 
     def to(self, device: torch.device | str) -> Observation:
         return Observation(*(None if t is None else t.to(device) for t in
-                             (self.x, self.edge_index, self.pe, self.route_pos,
+                             (self.x, self.edge_index, self.succ, self.pe, self.route_pos,
                               self.route_id, self.mask, self.extra)))
 
 
@@ -170,6 +173,7 @@ def observe(state: TwoOptState, encoder: nn.Module, mask: Tensor | None = None) 
     return Observation(
         x=node_features(state).to(dtype),
         edge_index=edge_index_from_successors(state.succ),
+        succ=state.succ,
         pe=node_code(state, enc, rq),
         route_pos=rq.route_pos.view(b, m),
         route_id=rq.route_id.view(b, m),

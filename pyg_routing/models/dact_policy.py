@@ -25,6 +25,7 @@ class ObservationLike(Protocol):
 
     x: Tensor
     edge_index: Tensor
+    succ: Tensor
     pe: Tensor | None
     route_pos: Tensor
     route_id: Tensor
@@ -35,7 +36,7 @@ class ObservationLike(Protocol):
 class DACTPolicy(nn.Module):
     r"""Actor-critic for DACT-style 2-opt improvement with any encoding.
 
-    ``h = GPSEncoder.forward_dense(x, edge_index, pe, route_pos, route_id)``
+    ``h = GPSEncoder.forward_dense(x, edge_index, pe, route_pos, route_id, succ=succ)``
     (``[B, M, dim]``); the :class:`PairDecoder` scores every move ``(i, j)``
     (``[B, M, M]``, masked) and the :class:`ValueHead` (mean/max pooling plus the
     ``extra = (cost, best_cost)`` features) gives ``V(s)``.
@@ -80,7 +81,7 @@ class DACTPolicy(nn.Module):
     def embed(self, obs: ObservationLike) -> Tensor:
         """Node embeddings ``[B, M, dim]``."""
         return self.encoder.forward_dense(obs.x, obs.edge_index, obs.pe, obs.route_pos,
-                                          obs.route_id)
+                                          obs.route_id, succ=obs.succ)
 
     def forward(self, obs: ObservationLike, action: Tensor | None = None, greedy: bool = False,
                 generator: torch.Generator | None = None

@@ -41,6 +41,17 @@ def _private_rng(module: nn.Module | None = None) -> Iterator[None]:
         yield
 
 
+def _pred_succ(succ: Tensor) -> tuple[Tensor, Tensor]:
+    """Flat ``(pred [B*M], succ [B*M])`` node ids from per-instance successors
+    ``succ [B, M]`` (a permutation in every row)."""
+    b, m = succ.shape
+    offset = (torch.arange(b, device=succ.device) * m).unsqueeze(1)
+    flat = (succ + offset).reshape(-1)
+    pred = torch.empty_like(flat)
+    pred[flat] = torch.arange(b * m, device=succ.device)
+    return pred, flat
+
+
 class GPSEncoder(nn.Module):
     r"""Encoder of the improvement backbones (paper Sec. 3.3): ``h⁰ = FF([x ‖ PE])``,
     then ``num_layers`` :class:`GPSLayer`\ s. Changing ``pe`` changes nothing else.
@@ -191,7 +202,7 @@ class GPSEncoder(nn.Module):
 
     def forward_dense(self, x: Tensor, edge_index: Tensor, pe: Tensor | None = None,
                       route_pos: Tensor | None = None,
-                      route_id: Tensor | None = None) -> Tensor:
+                      route_id: Tensor | None = None, succ: Tensor | None = None) -> Tensor:
         r"""The same encoder on a dense batch of equal-size instances (search loops).
 
         Args:
@@ -201,6 +212,12 @@ class GPSEncoder(nn.Module):
                 computes it with :mod:`pyg_routing.functional`).
             route_pos: ``[B, M]`` within-route positions (APE, bias, rotary kinds).
             route_id: ``[B, M]`` route ids (SPD).
+            succ: ``[B, M]`` long, optional: the successor of every node within its
+                instance, when ``edge_index`` is exactly the arcs ``i -> succ[i]``
+                (one giant tour per instance, as the search environments keep it).
+                The directed encoder then gathers each node's predecessor and
+                successor instead of scattering over ``edge_index``: equal output,
+                less time. Other ``local_mp`` settings use ``edge_index``.
 
         Returns:
             ``[B, M, dim]``.
@@ -224,18 +241,23 @@ class GPSEncoder(nn.Module):
         if route_id is None and route_pos is not None:
             route_id = torch.zeros_like(route_pos)
         mask = torch.ones(b, m, dtype=torch.bool, device=x.device)
+        neighbours = None
+        if succ is not None and self.local_mp == "directed":
+            neighbours = _pred_succ(succ.to(x.device))
         return self._layers(h, edge_index, batch, route_pos, route_id, mask,
-                            graph_size=m).view(b, m, -1)
+                            graph_size=m, neighbours=neighbours).view(b, m, -1)
 
     def _layers(self, h: Tensor, edge_index: Tensor, batch: Tensor, route_pos: Tensor | None,
                 route_id: Tensor | None, mask: Tensor | None,
-                graph_size: int | None = None) -> Tensor:
+                graph_size: int | None = None,
+                neighbours: tuple[Tensor, Tensor] | None = None) -> Tensor:
         if self.local_mp == "undirected":
             edge_index = to_undirected(edge_index, num_nodes=h.size(0))
         bias = self.bias(route_pos, route_id, mask) if self.bias is not None else None
         position = route_pos if self.kind == "rotary" else None
         for layer in self.layers:
-            h = layer(h, edge_index, batch, bias, position, graph_size=graph_size)
+            h = layer(h, edge_index, batch, bias, position, graph_size=graph_size,
+                      neighbours=neighbours)
         return h
 
     def __repr__(self) -> str:

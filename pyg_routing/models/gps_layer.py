@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GINConv
 from torch_geometric.utils import to_dense_batch
@@ -13,6 +14,12 @@ from pyg_routing.models.pe.rope import RotaryPE
 def _gin(dim: int) -> GINConv:
     return GINConv(nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim)),
                    train_eps=True)
+
+
+def _gin_one_neighbour(conv: GINConv, x: Tensor, source: Tensor) -> Tensor:
+    """``conv(x, arcs)`` for arcs ``source[v] -> v``, one per node: GINConv's
+    ``nn(sum of messages + (1 + eps) x)`` with the one-message sum as a gather."""
+    return conv.nn(torch.index_select(x, 0, source) + (1 + conv.eps) * x)
 
 
 class GPSLayer(nn.Module):
@@ -38,7 +45,8 @@ class GPSLayer(nn.Module):
         local: include the local message passing over the route graph.
         directed: separate GINs for the arcs and for their reversal (see above).
 
-    Shapes: ``x [N, dim]``, ``edge_index [2, E]``, ``batch [N]`` -> ``[N, dim]``.
+    Shapes: ``x [N, dim]``, ``edge_index [2, E]``, ``batch [N]`` -> ``[N, dim]``;
+    optional ``neighbours = (pred [N], succ [N])`` (see :meth:`forward`).
     """
 
     def __init__(self, dim: int, heads: int, dropout: float = 0.0, ff_mult: int = 2,
@@ -74,15 +82,32 @@ class GPSLayer(nn.Module):
             if norm is not None:
                 norm.reset_parameters()
 
-    def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor, bias: Tensor | None = None,
-                position: Tensor | None = None, graph_size: int | None = None) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor | None, batch: Tensor,
+                bias: Tensor | None = None, position: Tensor | None = None,
+                graph_size: int | None = None,
+                neighbours: tuple[Tensor, Tensor] | None = None) -> Tensor:
         """``graph_size``: every graph has this many nodes, stored graph by graph (dense
-        search batches): attention then works on a view, with no padding."""
+        search batches): attention then works on a view, with no padding.
+
+        ``neighbours``: ``(pred, succ)``, ``[N]`` each, when the arcs are one
+        permutation (every node has exactly one predecessor and one successor, as a
+        giant tour in a search loop). A directed layer then gathers the two rows
+        instead of scattering over ``edge_index`` (which may be ``None``): the same
+        GINs, the same values (a sum over one arc is that arc's message), at a
+        fraction of the cost."""
         h_local = None
         if self.local is not None and self.norm_local is not None:
-            msg = self.local(x, edge_index)
-            if self.local_rev is not None:
-                msg = msg + self.local_rev(x, edge_index.flip(0))
+            if neighbours is not None and self.local_rev is not None:
+                pred, succ = neighbours
+                msg = _gin_one_neighbour(self.local, x, pred) + \
+                    _gin_one_neighbour(self.local_rev, x, succ)
+            else:
+                if edge_index is None:
+                    raise ValueError("GPSLayer needs edge_index unless it is directed and "
+                                     "given neighbours=(pred, succ)")
+                msg = self.local(x, edge_index)
+                if self.local_rev is not None:
+                    msg = msg + self.local_rev(x, edge_index.flip(0))
             h_local = self.norm_local(x + self.dropout(msg))
         if graph_size is not None:
             h_attn = self.attn(x.view(-1, graph_size, x.size(-1)), None, bias,
