@@ -40,3 +40,22 @@ def test_a_policy_drives_the_environment_with_encodings_recomputed_every_step():
         data.check()
         torch.testing.assert_close(data.cost().double(), state.best_cost[i].double(),
                                    atol=1e-5, rtol=1e-5)
+
+
+def test_the_policy_gathers_along_the_observed_successors_with_the_scatter_values():
+    """``observe`` hands the policy the successor arrays; the directed encoder gathers
+    along them and embeds as from ``edge_index`` alone (``succ=None``)."""
+    from dataclasses import replace
+
+    from pyg_routing.envs.observation import observe
+    from pyg_routing.models import DACTPolicy
+
+    torch.manual_seed(0)
+    state = reset(CVRPGenerator(10, seed=4).sample(3), init="sweep")
+    policy = DACTPolicy.build("cvrp", pe="ipexpe", dim=32, heads=4, num_layers=2).eval()
+    obs = observe(state, policy)
+    assert torch.equal(obs.succ, state.succ)
+    assert torch.equal(obs.edge_index, edge_index_from_successors(state.succ))
+    with torch.no_grad():
+        torch.testing.assert_close(policy.embed(obs), policy.embed(replace(obs, succ=None)),
+                                   atol=1e-6, rtol=1e-5)

@@ -21,11 +21,12 @@ IN_CHANNELS = {"tsp": 6, "cvrp": 6, "vrptw": 9}
 
 
 class ObservationLike(Protocol):
-    """The fields :meth:`DACTPolicy.forward` reads (shapes as in ``Observation``)."""
+    """The fields :meth:`DACTPolicy.forward` reads (shapes as in ``Observation``);
+    ``succ`` may be ``None`` or absent (the encoder then scatters over ``edge_index``)."""
 
     x: Tensor
     edge_index: Tensor
-    succ: Tensor
+    succ: Tensor | None
     pe: Tensor | None
     route_pos: Tensor
     route_id: Tensor
@@ -81,7 +82,7 @@ class DACTPolicy(nn.Module):
     def embed(self, obs: ObservationLike) -> Tensor:
         """Node embeddings ``[B, M, dim]``."""
         return self.encoder.forward_dense(obs.x, obs.edge_index, obs.pe, obs.route_pos,
-                                          obs.route_id, succ=obs.succ)
+                                          obs.route_id, succ=getattr(obs, "succ", None))
 
     def forward(self, obs: ObservationLike, action: Tensor | None = None, greedy: bool = False,
                 generator: torch.Generator | None = None
