@@ -89,6 +89,7 @@ def test_markdown_caption_names_non_default_model_options():
     assert "PE init" not in render_markdown({**base, "pe_init": "zero",
                                              "ipe_frequencies": "harmonic"})
     assert "message passing" not in render_markdown({**base, "local_mp": "directed"})
+    assert "checkpoints" not in render_markdown({**base, "select": "last"})
     assert render_markdown({**base, "local_mp": "undirected"}).splitlines()[0].endswith(
         "≤ 1 epochs, undirected route-graph message passing")
     # results written when local_mp was a bool: True was the undirected GIN
@@ -136,3 +137,23 @@ def test_parse_seeds():
         parse_seeds("1,1", 0)
     with pytest.raises(ValueError, match="integers"):
         parse_seeds("a,b", 0)
+
+
+def test_select_best_tests_the_checkpoint_of_the_lowest_validation_cost(tmp_path):
+    """Training keeps checkpoints/best.ckpt (lowest val/cost over the epochs) beside
+    last.ckpt; ``--select best`` tests each run with it and says so in the caption."""
+    argv = ["compare", "--problem", "tsp", "--pe", "none", "--epochs", "3", "--select", "best",
+            "--reference", "none", "--no-random", "--out", str(tmp_path), *TINY]
+    assert main(argv) == 0
+    out = tmp_path / "compare_dact_tsp8"
+    res = json.loads((out / "result.json").read_text())
+    (row,) = res["rows"]
+    (run,) = row["runs"]
+    assert res["select"] == "best" and Path(run["checkpoint"]).name == "best.ckpt"
+    assert (out / "none" / "checkpoints" / "last.ckpt").exists()
+    with open(next((out / "none" / "logs").glob("version_*/metrics.csv"))) as f:
+        val = [float(r["val/cost"]) for r in csv.DictReader(f) if r["val/cost"]]
+    assert len(val) == 3 and run["best_val_cost"] == pytest.approx(min(val))
+    saved = torch.load(run["checkpoint"], map_location="cpu", weights_only=False)
+    assert saved["epoch"] == val.index(min(val))
+    assert "best-validation checkpoints" in (out / "table.md").read_text().splitlines()[0]

@@ -88,6 +88,9 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--reference", choices=("pyvrp", "none"), default="pyvrp")
     p.add_argument("--time-limit", type=float, default=0.2, help="PyVRP seconds per instance")
     p.add_argument("--root", default="data", help="dataset cache for the references")
+    p.add_argument("--select", choices=("last", "best"), default="last",
+                   help="checkpoint each run is tested with: last (default; the end of the "
+                        "budget) or best (lowest validation cost, checkpoints/best.ckpt)")
     p.add_argument("--no-random", action="store_true", help="skip the random-move row")
     p.add_argument("--out", default="runs", help="folder for models, tables and the plot")
     p.add_argument("--json", action="store_true", help="print a JSON object")
@@ -164,7 +167,7 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
         "pe_init": args.pe_init, "ipe_frequencies": args.ipe_frequencies,
-        "local_mp": args.local_mp,
+        "local_mp": args.local_mp, "select": args.select,
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
         "validation_reference": val_ref}
     if test_ref is not None:
@@ -184,11 +187,14 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
             where = out / name if len(seeds) == 1 else out / name / f"seed{seed}"
             fit = fit_dact(run_args, name, where, max_minutes=args.budget_minutes,
                            callbacks=[curve])
-            policy = load_policy(fit["checkpoint"], expect_problem=args.problem,
-                                 expect_pe=name)
+            ckpt = fit["checkpoint"]
+            if args.select == "best" and fit["best_checkpoint"]:
+                ckpt = fit["best_checkpoint"]
+            policy = load_policy(ckpt, expect_problem=args.problem, expect_pe=name)
             runs.append({**_search(args, policy, test_ref), "train_seconds": fit["seconds"],
                          "epochs": fit["epochs"], "optimizer_steps": fit["global_step"],
-                         "checkpoint": fit["checkpoint"], "seed": seed})
+                         "checkpoint": ckpt, "best_val_cost": fit["best_val_cost"],
+                         "seed": seed})
             for point in curve.points:
                 if seed in val_ref:
                     point["gap"] = 100 * (point["cost"] / val_ref[seed] - 1)
@@ -254,7 +260,8 @@ def _model_options(result: dict[str, Any]) -> str:
         [f", IPE frequencies {result['ipe_frequencies']}"]
         if result.get("ipe_frequencies", "harmonic") != "harmonic" else []) + (
         [_LOCAL_MP_CAPTIONS[mp]]
-        if (mp := legacy_hparams(result)["local_mp"]) != "directed" else [])
+        if (mp := legacy_hparams(result)["local_mp"]) != "directed" else []) + (
+        [", best-validation checkpoints"] if result.get("select", "last") == "best" else [])
     return "".join(parts)
 
 

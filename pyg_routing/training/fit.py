@@ -105,8 +105,10 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
     :func:`add_training_options`) say; logs and checkpoints go to ``out``.
 
     Returns:
-        ``checkpoint`` (path of ``last.ckpt``), ``epochs``, ``global_step``,
-        ``seconds`` (wall time of ``fit``) and the last logged ``metrics``.
+        ``checkpoint`` (path of ``last.ckpt``), ``best_checkpoint`` (``best.ckpt``, the
+        lowest ``val/cost`` so far; ``""`` when no validation ran) and its
+        ``best_val_cost``, ``epochs``, ``global_step``, ``seconds`` (wall time of
+        ``fit``) and the last logged ``metrics``.
     """
     import lightning as L
     from lightning.pytorch.callbacks import ModelCheckpoint
@@ -134,16 +136,23 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
                              val_batch_size=args.val_size, seed=args.seed,
                              val_seed=args.seed + VAL_SEED_OFFSET)
     checkpoint = ModelCheckpoint(dirpath=out / "checkpoints", save_last=True)
+    # A second, separate callback keeps the weights of the lowest validation cost as
+    # checkpoints/best.ckpt (overwritten in place), leaving last.ckpt's schedule and
+    # the exact-resume path as they are.
+    best = ModelCheckpoint(dirpath=out / "checkpoints", filename="best", monitor="val/cost",
+                           mode="min", save_top_k=1, enable_version_counter=False)
     trainer = L.Trainer(
         max_epochs=args.epochs, accelerator=args.accelerator, devices=devices,
         strategy=args.strategy, precision=args.precision, default_root_dir=out,
-        logger=CSVLogger(out, name="logs"), callbacks=[checkpoint, *callbacks],
+        logger=CSVLogger(out, name="logs"), callbacks=[checkpoint, best, *callbacks],
         max_time=None if max_minutes is None else {"seconds": 60.0 * max_minutes},
         log_every_n_steps=max(1, min(50, args.batches_per_epoch)),
         enable_progress_bar=not args.no_progress, enable_model_summary=not args.no_progress)
     start = time.perf_counter()
     trainer.fit(model, data, ckpt_path=resume)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    return {"checkpoint": checkpoint.last_model_path, "epochs": trainer.current_epoch,
-            "global_step": trainer.global_step, "seconds": time.perf_counter() - start,
-            "metrics": metrics}
+    best_score = best.best_model_score
+    return {"checkpoint": checkpoint.last_model_path, "best_checkpoint": best.best_model_path,
+            "best_val_cost": None if best_score is None else float(best_score),
+            "epochs": trainer.current_epoch, "global_step": trainer.global_step,
+            "seconds": time.perf_counter() - start, "metrics": metrics}
