@@ -93,8 +93,8 @@ class GPSLayer(nn.Module):
         permutation (every node has exactly one predecessor and one successor, as a
         giant tour in a search loop). A directed layer then gathers the two rows
         instead of scattering over ``edge_index`` (which may be ``None``): the same
-        GINs, the same values (a sum over one arc is that arc's message), at a
-        fraction of the cost."""
+        GINs and the same values (a sum over one arc is that arc's message),
+        without the scatter."""
         h_local = None
         if self.local is not None and self.norm_local is not None:
             if neighbours is not None and self.local_rev is not None:
