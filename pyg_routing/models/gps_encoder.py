@@ -11,6 +11,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
 from pyg_routing import encodings
+from pyg_routing.data.route_quantities import edge_index_from_successors
 from pyg_routing.functional.index_pe import dense_route_inputs
 from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pe import AbsolutePE, AttentionBias, RotaryPE
@@ -44,12 +45,10 @@ def _private_rng(module: nn.Module | None = None) -> Iterator[None]:
 def _pred_succ(succ: Tensor) -> tuple[Tensor, Tensor]:
     """Flat ``(pred [B*M], succ [B*M])`` node ids from per-instance successors
     ``succ [B, M]`` (a permutation in every row)."""
-    b, m = succ.shape
-    offset = (torch.arange(b, device=succ.device) * m).unsqueeze(1)
-    flat = (succ + offset).reshape(-1)
-    pred = torch.empty_like(flat)
-    pred[flat] = torch.arange(b * m, device=succ.device)
-    return pred, flat
+    src, dst = edge_index_from_successors(succ)
+    pred = torch.empty_like(dst)
+    pred[dst] = src
+    return pred, dst
 
 
 class GPSEncoder(nn.Module):
