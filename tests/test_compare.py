@@ -101,23 +101,27 @@ def test_markdown_caption_names_non_default_model_options():
         "(no route-graph message passing)")
 
 
-def test_compare_on_vrptw_starts_from_nearest_neighbour_solutions(tmp_path):
-    argv = ["compare", "--problem", "vrptw", "--pe", "xpe", "--epochs", "1", "--reference",
-            "none", "--no-random", "--root", str(tmp_path / "data"), "--out", str(tmp_path),
-            *TINY]
+def _compare_without_reference(tmp_path: Path, problem: str, *options: str
+                               ) -> tuple[Path, dict]:
+    """Run a tiny ``compare`` with no PyVRP reference and no random-move row; its
+    output folder and ``result.json``."""
+    argv = ["compare", "--problem", problem, *options, "--reference", "none", "--no-random",
+            "--root", str(tmp_path / "data"), "--out", str(tmp_path), *TINY]
     assert main(argv) == 0
-    res = json.loads((tmp_path / "compare_dact_vrptw8" / "result.json").read_text())
+    out = tmp_path / f"compare_dact_{problem}8"
+    return out, json.loads((out / "result.json").read_text())
+
+
+def test_compare_on_vrptw_starts_from_nearest_neighbour_solutions(tmp_path):
+    _, res = _compare_without_reference(tmp_path, "vrptw", "--pe", "xpe", "--epochs", "1")
     assert res["init"] == "nearest_neighbor"
     (row,) = res["rows"]
     assert row["encoding"] == "xpe" and row["objective"] <= row["initial_objective"] + 1e-9
 
 
 def test_compare_over_several_seeds_reports_mean_and_spread(tmp_path):
-    argv = ["compare", "--problem", "tsp", "--pe", "none", "--epochs", "1", "--seeds", "3,4",
-            "--reference", "none", "--no-random", "--out", str(tmp_path), *TINY]
-    assert main(argv) == 0
-    out = tmp_path / "compare_dact_tsp8"
-    res = json.loads((out / "result.json").read_text())
+    out, res = _compare_without_reference(tmp_path, "tsp", "--pe", "none", "--epochs", "1",
+                                          "--seeds", "3,4")
     (row,) = res["rows"]
     runs = row["runs"]
     assert [r["seed"] for r in runs] == [3, 4] and res["seeds"] == [3, 4]
@@ -142,11 +146,8 @@ def test_parse_seeds():
 def test_select_best_tests_the_checkpoint_of_the_lowest_validation_cost(tmp_path):
     """Training keeps checkpoints/best.ckpt (lowest val/cost over the epochs) beside
     last.ckpt; ``--select best`` tests each run with it and says so in the caption."""
-    argv = ["compare", "--problem", "tsp", "--pe", "none", "--epochs", "3", "--select", "best",
-            "--reference", "none", "--no-random", "--out", str(tmp_path), *TINY]
-    assert main(argv) == 0
-    out = tmp_path / "compare_dact_tsp8"
-    res = json.loads((out / "result.json").read_text())
+    out, res = _compare_without_reference(tmp_path, "tsp", "--pe", "none", "--epochs", "3",
+                                          "--select", "best")
     (row,) = res["rows"]
     (run,) = row["runs"]
     assert res["select"] == "best" and Path(run["checkpoint"]).name == "best.ckpt"
