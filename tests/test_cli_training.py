@@ -106,6 +106,18 @@ def test_pe_init_reaches_the_checkpoint_and_old_checkpoints_load_or_fail_clearly
         main(["train", "--pe-init", "xavier", *TINY])
 
 
+def test_pe_init_option_takes_a_number_and_refuses_a_bad_one_by_name(capsys):
+    from pyg_routing.cli import build_parser
+
+    for command in ("train", "compare"):
+        args = build_parser().parse_args([command, "--pe-init", "0.25"])
+        assert args.pe_init == 0.25
+        assert build_parser().parse_args([command]).pe_init == "zero"
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([command, "--pe-init", "-1"])
+        assert "unknown pe_init '-1'" in capsys.readouterr().err
+
+
 def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path):
     """--ipe-frequencies geometric reaches the policy's code, in the checkpoint and in
     the search loop's observation; other encodings ignore it; a bad value is refused."""
@@ -135,6 +147,39 @@ def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path):
         DACTLightning(pe="ipe", ipe_frequencies="linear")
     with pytest.raises(SystemExit):
         main(["train", "--ipe-frequencies", "linear", *TINY])
+
+
+def test_ipe_direction_reaches_the_code_and_a_resume_must_keep_it(tmp_path, capsys):
+    """--ipe-direction aware gives CVRP (invariant under auto) the sin/cos code, in
+    the search loop's observation; resuming it with another direction or other
+    frequencies is refused by name; a bad value is refused."""
+    from pyg_routing.data import CVRPGenerator
+    from pyg_routing.envs import observe, reset, route_quantities
+    from pyg_routing.functional import ipe
+    from pyg_routing.training import DACTLightning, load_policy
+
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--ipe-direction", "aware",
+                 "--out", str(tmp_path / "aware"), *TINY]) == 0
+    (ckpt,) = Path(tmp_path / "aware").rglob("last.ckpt")
+    policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipexpe")
+    assert policy.encoder.node_pe.ipe.direction == "aware"
+    state = reset(CVRPGenerator(8, seed=3).sample(2), init="sweep")
+    rq = route_quantities(state)
+    code = observe(state, policy).pe[..., :8]
+    for direction, same in (("aware", True), ("invariant", False)):
+        want = ipe(rq.cum_dist, rq.route_length, 8, direction, route_pos=rq.route_pos)
+        assert torch.allclose(code, want.view(2, -1, 8)) is same
+    for option, said in ((["--ipe-direction", "invariant"],
+                          "ipe_direction='aware' (this run: 'invariant')"),
+                         (["--ipe-direction", "aware", "--ipe-frequencies", "geometric"],
+                          "ipe_frequencies='harmonic' (this run: 'geometric')")):
+        code = main(["train", "--problem", "cvrp", "--pe", "ipexpe", *option, "--resume",
+                     str(ckpt), "--out", str(tmp_path / "r"), *TINY])
+        assert code == 2 and said in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown ipe_direction 'both'.*auto.*aware"):
+        DACTLightning(pe="ipe", ipe_direction="both")
+    with pytest.raises(SystemExit):
+        main(["train", "--ipe-direction", "both", *TINY])
 
 
 def test_train_a_plain_transformer_encoder_round_trips_through_the_checkpoint(tmp_path):

@@ -94,11 +94,14 @@ def test_markdown_caption_names_non_default_model_options():
         "≤ 1 epochs, undirected route-graph message passing")
     # results written when local_mp was a bool: True was the undirected GIN
     assert "undirected" in render_markdown({**base, "local_mp": True}).splitlines()[0]
+    assert "direction" not in render_markdown({**base, "ipe_direction": "auto"})
     caption = render_markdown({**base, "pe_init": "default", "ipe_frequencies": "geometric",
-                               "local_mp": "none"})
+                               "ipe_direction": "aware", "local_mp": "none"})
     assert caption.splitlines()[0].endswith(
-        "≤ 1 epochs, PE init default, IPE frequencies geometric, plain Transformer "
-        "(no route-graph message passing)")
+        "≤ 1 epochs, PE init default, IPE frequencies geometric, IPE direction-aware, "
+        "plain Transformer (no route-graph message passing)")
+    scaled = render_markdown({**base, "pe_init": 0.25, "local_mp": "directed"})
+    assert scaled.splitlines()[0].endswith("≤ 1 epochs, PE init 0.25")
 
 
 def _compare_without_reference(tmp_path: Path, problem: str, *options: str

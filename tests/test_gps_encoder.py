@@ -149,6 +149,43 @@ def test_pe_init_is_checked_and_the_code_weights_learn_where_the_code_matters():
     assert enc(batch)[:, 0].std() > 1e-3
 
 
+@pytest.mark.parametrize("scale", [0.25, "0.5"])
+def test_numeric_pe_init_is_the_no_pe_model_plus_a_scaled_code_block(scale):
+    """pe_init=s: every weight but the code block is the No-PE model's of the same
+    seed (the feature columns included); the code block is uniform in
+    ±s/sqrt(width), drawn apart from the shared stream, so the code counts at once;
+    s = 0 is exactly "zero"; a string number (the CLI's) is the float."""
+    s = float(scale)
+
+    def build(**kw) -> GPSEncoder:
+        torch.manual_seed(0)
+        return GPSEncoder(2, 32, 4, 2, pe_dim=16, **kw)
+
+    plain, scaled = build(pe="none").state_dict(), build(pe="ipexpe", pe_init=scale)
+    for key, value in plain.items():
+        if key != "input.0.weight":
+            assert torch.equal(scaled.state_dict()[key], value), key
+    first = scaled.input[0].weight
+    assert torch.equal(first[:, :2], plain["input.0.weight"])
+    code = first[:, 2:]
+    width = code.size(1)
+    assert width == scaled.pe_width == 16 + 2 * 4
+    assert code.abs().max() <= s / width ** 0.5 and code.abs().max() > 0.8 * s / width ** 0.5
+    assert scaled.pe_init == s and f"pe_init={s!r}" in repr(scaled)
+    batch = Batch.from_data_list(_datas())
+    zero = build(pe="ipexpe", pe_init="zero").eval()
+    assert not torch.allclose(scaled.eval()(batch), zero(batch))
+    nil = build(pe="ipexpe", pe_init=0.0).eval()
+    assert "pe_init" not in repr(nil)
+    torch.testing.assert_close(nil(batch), zero(batch), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bad", ["xavier", -0.1, float("nan"), float("inf"), True, None])
+def test_pe_init_refuses_anything_but_zero_default_or_a_number(bad):
+    with pytest.raises(ValueError, match="unknown pe_init.*zero.*default.*number >= 0"):
+        GPSEncoder(pe="ipexpe", pe_init=bad)
+
+
 def test_without_local_message_passing_the_solution_reaches_the_model_only_via_the_code():
     """local_mp=False (the paper's plain Transformer): No PE gives the same embeddings
     for two different solutions of one instance; IPE+XPE and the GraphGPS default

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 
 import torch
@@ -16,7 +17,8 @@ from pyg_routing.functional.index_pe import dense_route_inputs
 from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pe import AbsolutePE, AttentionBias, RotaryPE
 
-#: How the first layer's weights on the node code start (see :class:`GPSEncoder`).
+#: Named ways the first layer's weights on the node code start (see :class:`GPSEncoder`);
+#: a number ``s >= 0`` is accepted too (a code block ``s`` times PyTorch's own draw).
 PE_INITS = ("zero", "default")
 #: Local message passing over the route graph (see :class:`GPSEncoder`).
 LOCAL_MPS = ("directed", "undirected", "none")
@@ -40,6 +42,22 @@ def _private_rng(module: nn.Module | None = None) -> Iterator[None]:
         {p.device.index or 0 for p in module.parameters() if p.is_cuda})
     with torch.random.fork_rng(devices=devices):
         yield
+
+
+def check_pe_init(pe_init: str | float) -> str | float:
+    """``pe_init`` as ``"zero"``, ``"default"`` or a finite float ``>= 0`` (a string
+    such as ``"0.25"``, as the CLI passes it, becomes the float); anything else is
+    refused with the valid choices."""
+    if isinstance(pe_init, str) and pe_init in PE_INITS:
+        return pe_init
+    try:
+        scale = float(pe_init)
+    except (TypeError, ValueError):
+        scale = float("nan")
+    if isinstance(pe_init, bool) or not (scale >= 0.0 and math.isfinite(scale)):
+        raise ValueError(f"unknown pe_init {pe_init!r}; choose from {PE_INITS} or a "
+                         f"number >= 0 (the code block's scale)")
+    return scale
 
 
 def _pred_succ(succ: Tensor) -> tuple[Tensor, Tensor]:
@@ -83,7 +101,12 @@ class GPSEncoder(nn.Module):
             ``"default"``: PyTorch's default over the concatenated fan-in; tens of
             ±1 code channels then dominate ``h⁰`` (97–99 % of its variance
             across nodes for IPE+XPE on CVRP-20 and TSP-20) and short trainings see the
-            coordinates only faintly. Node encodings only (incl. APE); ignored otherwise.
+            coordinates only faintly. A number ``s >= 0``: the feature weights as
+            ``"zero"`` (the No-PE model's), plus a code block ``s`` times PyTorch's
+            draw for a layer over the code alone (uniform in ``±s/sqrt(width)``, from
+            the private stream): the code counts from the start, by an amount set
+            between ``"zero"`` (``s = 0``) and a code as loud as the features.
+            Node encodings only (incl. APE); ignored otherwise.
         local_mp: local message passing over the route graph in every layer (the
             GraphGPS design). ``"directed"`` (default; ``True``): one GIN over the
             route arcs and one over their reversal (:class:`GPSLayer`), so a node's
@@ -102,13 +125,12 @@ class GPSEncoder(nn.Module):
     def __init__(self, in_channels: int = 2, dim: int = 128, heads: int = 8,
                  num_layers: int = 3, pe: str = "ipexpe", pe_dim: int = 64,
                  num_bands: int = 4, pe_attr: str = "pe", dropout: float = 0.0,
-                 max_route_len: int = 512, pe_init: str = "zero",
+                 max_route_len: int = 512, pe_init: str | float = "zero",
                  local_mp: str | bool = "directed",
                  **pe_kwargs) -> None:
         super().__init__()
         spec = encodings.info(pe)
-        if pe_init not in PE_INITS:
-            raise ValueError(f"unknown pe_init {pe_init!r}; choose from {PE_INITS}")
+        pe_init = check_pe_init(pe_init)
         self.pe, self.kind, self.pe_attr = spec.name, spec.kind, pe_attr
         self.in_channels, self.dim = in_channels, dim
         self.local_mp = check_local_mp(local_mp)
@@ -176,6 +198,12 @@ class GPSEncoder(nn.Module):
                 first.weight[:, :f].copy_(plain.weight)
                 first.weight[:, f:].zero_()
                 first.bias.copy_(plain.bias)
+                if isinstance(self.pe_init, float) and self.pe_init > 0:
+                    # drawn apart from the shared stream: the rest of the model stays
+                    # the No-PE model of the same seed
+                    with _private_rng(self):
+                        bound = self.pe_init / math.sqrt(self.pe_width)
+                        first.weight[:, f:].uniform_(-bound, bound)
         self.input[2].reset_parameters()
 
     def _features(self, data: Data) -> Tensor:
@@ -261,7 +289,7 @@ class GPSEncoder(nn.Module):
 
     def __repr__(self) -> str:
         extra = "" if self.local_mp == "directed" else f", local_mp={self.local_mp!r}"
-        if self.pe_width and self.pe_init != "zero":
+        if self.pe_width and self.pe_init not in ("zero", 0.0):
             extra += f", pe_init={self.pe_init!r}"
         return (f"{type(self).__name__}(in_channels={self.in_channels}, dim={self.dim}, "
                 f"layers={len(self.layers)}, pe={self.pe!r}{extra})")

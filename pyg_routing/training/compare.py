@@ -167,6 +167,7 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
         "pe_init": args.pe_init, "ipe_frequencies": args.ipe_frequencies,
+        "ipe_direction": args.ipe_direction,
         "local_mp": args.local_mp, "select": args.select,
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
         "validation_reference": val_ref}
@@ -259,6 +260,8 @@ def _model_options(result: dict[str, Any]) -> str:
              if result.get("pe_init", "zero") != "zero" else []) + (
         [f", IPE frequencies {result['ipe_frequencies']}"]
         if result.get("ipe_frequencies", "harmonic") != "harmonic" else []) + (
+        [f", IPE direction-{result['ipe_direction']}"]
+        if result.get("ipe_direction", "auto") != "auto" else []) + (
         [_LOCAL_MP_CAPTIONS[mp]]
         if (mp := legacy_hparams(result)["local_mp"]) != "directed" else []) + (
         [", best-validation checkpoints"] if result.get("select", "last") == "best" else [])

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from pyg_routing.functional.route_pe import FREQUENCIES
-from pyg_routing.models.gps_encoder import LOCAL_MPS, PE_INITS
+from pyg_routing.functional.route_pe import DIRECTIONS, FREQUENCIES
+from pyg_routing.models.gps_encoder import LOCAL_MPS, check_pe_init
 
 #: Validation instances use this seed offset from the training seed (disjoint seeds).
 VAL_SEED_OFFSET = 10**9
@@ -52,15 +52,21 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
                    help="Adam learning rate of encoder + decoder (DACT: 1e-4)")
     p.add_argument("--lr-critic", type=float, default=3e-5,
                    help="Adam learning rate of the critic (DACT: 3e-5)")
-    p.add_argument("--pe-init", choices=PE_INITS, default="zero",
+    p.add_argument("--pe-init", type=_pe_init_option, default="zero",
                    help="first-layer weights on the node code: zero (default; every "
-                        "encoding starts as the No-PE model of the same seed) or default "
+                        "encoding starts as the No-PE model of the same seed), default "
                         "(PyTorch's init over the concatenated fan-in, where the code "
-                        "channels drown the node features at the start)")
+                        "channels drown the node features at the start), or a number s "
+                        "(the No-PE model plus a code block s times PyTorch's draw)")
     p.add_argument("--ipe-frequencies", choices=FREQUENCIES, default="harmonic",
                    help="IPE frequencies of ipe/ipexpe: harmonic (default, k + 1: exactly "
                         "circular and reversal-invariant) or geometric (the paper's printed "
                         "lambda^(-2k/D), which is neither)")
+    p.add_argument("--ipe-direction", choices=("auto", *DIRECTIONS), default="auto",
+                   help="IPE variant of ipe/ipexpe: auto (default; direction-aware for "
+                        "VRPTW/PDTSP, the reversal-invariant cosine code for TSP/CVRP, as "
+                        "the paper picks), aware or invariant (the paper's direction "
+                        "ablation)")
     p.add_argument("--local-mp", choices=LOCAL_MPS, default="directed",
                    help="the encoder's message passing over the route graph: directed "
                         "(default; separate GINs for predecessor and successor, so nodes "
@@ -81,6 +87,14 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
     p.add_argument("--strategy", default="auto", help="lightning strategy, e.g. ddp")
     p.add_argument("--precision", default="32-true", help="e.g. 32-true, bf16-mixed, 16-mixed")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def _pe_init_option(value: str) -> str | float:
+    """``--pe-init`` parsed by :func:`check_pe_init`, refused as an argparse error."""
+    try:
+        return check_pe_init(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def parse_devices(value: str, accelerator: str) -> int | str:
@@ -128,6 +142,7 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
                           lr_actor=args.lr_actor, lr_critic=args.lr_critic, seed=args.seed,
                           pe_init=args.pe_init, compiled=args.compile,
                           ipe_frequencies=args.ipe_frequencies,
+                          ipe_direction=args.ipe_direction,
                           local_mp=args.local_mp)
     # One validation batch holding the whole set: it is then exactly the instances of
     # ``RoutingDataset(..., num_instances=val_size, seed=seed + VAL_SEED_OFFSET)``.

@@ -57,14 +57,15 @@ from pyg_routing.envs.observation import Observation, observe
 from pyg_routing.envs.rollout import improve
 from pyg_routing.envs.state import TwoOptState
 from pyg_routing.envs.two_opt import action_mask, reset, step
-from pyg_routing.functional.route_pe import FREQUENCIES
+from pyg_routing.functional.route_pe import DIRECTIONS, FREQUENCIES
 from pyg_routing.models.dact_policy import DACTPolicy
 from pyg_routing.models.gps_encoder import check_local_mp
 
 _MOD = 2**62
-#: Hyperparameters that shape the weights: a resumed run must match its checkpoint.
+#: Hyperparameters that shape the weights, or what the first layer reads (the IPE
+#: variant): a resumed run must match its checkpoint.
 ARCHITECTURE_HPARAMS = ("problem", "pe", "dim", "heads", "num_layers", "pe_dim", "num_bands",
-                        "local_mp")
+                        "local_mp", "ipe_frequencies", "ipe_direction")
 
 
 def default_init(problem: str | Problem) -> str:
@@ -79,6 +80,9 @@ def _stack_steps(steps: list) -> tuple[Tensor, Tensor, Tensor]:
     logp, ent, value = (torch.stack(x) for x in zip(*steps))
     return logp, ent, value
 
+
+#: ``ipe_direction`` choices: the problem's own variant, or either one forced.
+IPE_DIRECTIONS = ("auto", *DIRECTIONS)
 
 class DACTLightning(L.LightningModule):
     """DACT policy + n-step PPO (manual optimization).
@@ -104,12 +108,17 @@ class DACTLightning(L.LightningModule):
         seed: base seed of the per-batch generators.
         pe_init: how the encoder's weights on the node code start
             (:class:`~pyg_routing.models.GPSEncoder`): ``"zero"`` (default; every
-            encoding starts as the No-PE model of the same seed) or ``"default"``
-            (PyTorch's default over the concatenated fan-in).
+            encoding starts as the No-PE model of the same seed), ``"default"``
+            (PyTorch's default over the concatenated fan-in) or a number ``s`` (the
+            No-PE model plus a code block ``s`` times PyTorch's draw).
         ipe_frequencies: IPE frequencies of ``ipe`` / ``ipexpe`` (ignored by the
             other encodings): ``"harmonic"`` (default; ``ω_k = k + 1``, exactly
             circular and reversal-invariant) or ``"geometric"`` (the paper's printed
             ``λ^(-2k/D)``, which is neither; for reproduction).
+        ipe_direction: IPE variant of ``ipe`` / ``ipexpe`` (ignored by the other
+            encodings): ``"auto"`` (default; direction-aware for VRPTW/PDTSP, the
+            reversal-invariant cosine code for TSP/CVRP, as the paper picks),
+            ``"aware"`` or ``"invariant"`` (the paper's direction ablation).
         local_mp: route-graph message passing in the encoder (GraphGPS):
             ``"directed"`` (default; separate GINs for predecessor and successor),
             ``"undirected"`` (one GIN over both arc directions) or ``"none"`` (the
@@ -127,8 +136,9 @@ class DACTLightning(L.LightningModule):
                  lr_actor: float = 1e-4, lr_critic: float = 3e-5, lr_decay: float = 0.985,
                  max_grad_norm: float | None = 0.2, value_coef: float = 1.0,
                  warm_up: float = 2.0, init: str | None = None, val_steps: int = 200,
-                 seed: int = 0, pe_init: str = "zero", compiled: bool = False,
-                 ipe_frequencies: str = "harmonic", local_mp: str = "directed") -> None:
+                 seed: int = 0, pe_init: str | float = "zero", compiled: bool = False,
+                 ipe_frequencies: str = "harmonic", local_mp: str = "directed",
+                 ipe_direction: str = "auto") -> None:
         super().__init__()
         problem = Problem.parse(problem).value
         if t_train % n_step:
@@ -142,8 +152,11 @@ class DACTLightning(L.LightningModule):
         if ipe_frequencies not in FREQUENCIES:
             raise ValueError(f"unknown ipe_frequencies {ipe_frequencies!r}; choose from "
                              f"{FREQUENCIES}")
-        ipe_kwargs = {"frequencies": ipe_frequencies} if encodings.info(pe).name in (
-            "ipe", "ipexpe") else {}
+        if ipe_direction not in IPE_DIRECTIONS:
+            raise ValueError(f"unknown ipe_direction {ipe_direction!r}; choose from "
+                             f"{IPE_DIRECTIONS}")
+        ipe_kwargs = {"frequencies": ipe_frequencies, "direction": ipe_direction} \
+            if encodings.info(pe).name in ("ipe", "ipexpe") else {}
         self.policy = DACTPolicy.build(problem, pe=pe, dim=dim, heads=heads,
                                        num_layers=num_layers, pe_dim=pe_dim,
                                        num_bands=num_bands, pe_init=pe_init,
