@@ -172,6 +172,11 @@ def test_numeric_pe_init_is_the_no_pe_model_plus_a_scaled_code_block(scale):
     assert width == scaled.pe_width == 16 + 2 * 4
     assert code.abs().max() <= s / width ** 0.5 and code.abs().max() > 0.8 * s / width ** 0.5
     assert scaled.pe_init == s and f"pe_init={s!r}" in repr(scaled)
+    # its own numbers: the same for the same seed, and not a copy of the numbers the
+    # shared stream gives the next layer (as a fork of that stream would draw)
+    assert torch.equal(build(pe="ipexpe", pe_init=scale).input[0].weight, first)
+    nxt = scaled.input[2].weight.flatten()[:code.numel()]
+    assert torch.corrcoef(torch.stack([code.flatten(), nxt]))[0, 1].abs() < 0.5
     batch = Batch.from_data_list(_datas())
     zero = build(pe="ipexpe", pe_init="zero").eval()
     assert not torch.allclose(scaled.eval()(batch), zero(batch))
