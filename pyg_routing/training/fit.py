@@ -18,8 +18,9 @@ from typing import Any
 
 import torch
 
-from pyg_routing.functional.route_pe import DIRECTIONS, FREQUENCIES
+from pyg_routing.functional.route_pe import FREQUENCIES
 from pyg_routing.models.gps_encoder import LOCAL_MPS, check_pe_init
+from pyg_routing.transforms.ipe import IPE_DIRECTIONS
 
 #: Validation instances use this seed offset from the training seed (disjoint seeds).
 VAL_SEED_OFFSET = 10**9
@@ -62,7 +63,7 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
                    help="IPE frequencies of ipe/ipexpe: harmonic (default, k + 1: exactly "
                         "circular and reversal-invariant) or geometric (the paper's printed "
                         "lambda^(-2k/D), which is neither)")
-    p.add_argument("--ipe-direction", choices=("auto", *DIRECTIONS), default="auto",
+    p.add_argument("--ipe-direction", choices=IPE_DIRECTIONS, default="auto",
                    help="IPE variant of ipe/ipexpe: auto (default; direction-aware for "
                         "VRPTW/PDTSP, the reversal-invariant cosine code for TSP/CVRP, as "
                         "the paper picks), aware or invariant (the paper's direction "

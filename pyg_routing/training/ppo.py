@@ -57,9 +57,10 @@ from pyg_routing.envs.observation import Observation, observe
 from pyg_routing.envs.rollout import improve
 from pyg_routing.envs.state import TwoOptState
 from pyg_routing.envs.two_opt import action_mask, reset, step
-from pyg_routing.functional.route_pe import DIRECTIONS, FREQUENCIES
+from pyg_routing.functional.route_pe import FREQUENCIES
 from pyg_routing.models.dact_policy import DACTPolicy
 from pyg_routing.models.gps_encoder import check_local_mp
+from pyg_routing.transforms.ipe import IPE_DIRECTIONS
 
 _MOD = 2**62
 #: Hyperparameters that shape the weights, or what the first layer reads (the IPE
@@ -80,9 +81,6 @@ def _stack_steps(steps: list) -> tuple[Tensor, Tensor, Tensor]:
     logp, ent, value = (torch.stack(x) for x in zip(*steps))
     return logp, ent, value
 
-
-#: ``ipe_direction`` choices: the problem's own variant, or either one forced.
-IPE_DIRECTIONS = ("auto", *DIRECTIONS)
 
 class DACTLightning(L.LightningModule):
     """DACT policy + n-step PPO (manual optimization).

@@ -6,13 +6,16 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from pyg_routing.functional.route_pe import FREQUENCIES, check_ipe_dim, ipe
+from pyg_routing.functional.route_pe import DIRECTIONS, FREQUENCIES, check_ipe_dim, ipe
 from pyg_routing.transforms._base import (
     node_graph,
     problems_of,
     require_solution,
     set_node_attr,
 )
+
+#: The transforms' ``direction`` choices: the problem's own variant, or either forced.
+IPE_DIRECTIONS = ("auto", *DIRECTIONS)
 
 
 class IPE(BaseTransform):
