@@ -21,7 +21,7 @@ from _timing import best_of
 
 from pyg_routing.data.generators import make_generator
 from pyg_routing.data.route_quantities import edge_index_from_successors
-from pyg_routing.envs import node_features, reset
+from pyg_routing.envs.two_opt import node_features, reset
 from pyg_routing.models import GPSEncoder
 
 SETTINGS = (("tsp", 50, 64), ("cvrp", 100, 512))

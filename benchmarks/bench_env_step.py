@@ -11,7 +11,7 @@ import torch
 from _timing import best_of
 
 from pyg_routing.data.generators import CVRPGenerator
-from pyg_routing.envs import (
+from pyg_routing.envs.two_opt import (
     TwoOptState,
     action_mask,
     node_features,

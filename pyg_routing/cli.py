@@ -10,7 +10,7 @@ import os.path as osp
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from pyg_routing.errors import RoutingError
 from pyg_routing.probes.command import add_probe_parser, render_probe, run_probe
@@ -21,15 +21,17 @@ from pyg_routing.training.command import (
     run_train,
 )
 from pyg_routing.training.compare import add_compare_parser, render_markdown, run_compare
+from pyg_routing.training.fit import count, positive
 
 PROBLEMS = ("tsp", "cvrp", "vrptw", "pcvrp", "pdtsp")
 
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--problem", choices=PROBLEMS, default="cvrp", help="routing problem")
-    p.add_argument("--num-customers", type=int, default=100,
+    p.add_argument("--num-customers", type=count(1), default=100,
                    help="customers per instance (TSP: cities)")
-    p.add_argument("--num-instances", type=int, default=1000, help="number of instances")
+    p.add_argument("--num-instances", type=count(1), default=1000,
+                   help="number of instances")
     p.add_argument("--seed", type=int, default=0, help="generator seed")
     p.add_argument("--distribution", choices=("uniform", "clustered"), default="uniform",
                    help="customer layout")
@@ -39,8 +41,16 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line on stderr (exit 2), like
+    the commands' own errors."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pyg-routing",
         description="Routing data, reference solutions, probes, training and evaluation "
                     "for pyg_routing.")
@@ -59,8 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--solver", default="auto",
                        help="auto (PyVRP; OR-Tools for PDTSP), pyvrp, ortools, "
                             "nearest_neighbor, sweep, insertion")
-    solve.add_argument("--time-limit", type=float, default=1.0, help="seconds per instance")
-    solve.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    solve.add_argument("--time-limit", type=positive, default=1.0,
+                       help="seconds per instance")
+    solve.add_argument("--workers", type=count(1), default=None,
+                       help="processes (default: all cores)")
     solve.add_argument("--solver-seed", type=int, default=0, help="solver seed")
     solve.add_argument("--instance", default=None,
                        help="a benchmark instance path or name (e.g. X-n101-k25) to solve "
@@ -193,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result = COMMANDS[args.command](args)
-    except (RoutingError, ValueError, FileNotFoundError) as exc:
+    except (RoutingError, ValueError, OSError, NotImplementedError) as exc:
         print(f"pyg-routing {args.command}: error: {exc}", file=sys.stderr)
         return 2
     if args.json:

@@ -43,6 +43,11 @@ class InstanceFormatError(InvalidInstanceError):
     """An instance or solution file could not be parsed."""
 
 
+class CorruptFileError(RoutingError):
+    """A file we wrote or were handed (checkpoint, dataset cache, summary) exists
+    but cannot be read: truncated, garbage bytes, or a different kind of file."""
+
+
 def where(instance: str | int | None = None, route: int | None = None,
           node: int | None = None) -> str:
     """Format a location prefix such as ``"instance 3, route 1, node 17: "``."""

@@ -1,19 +1,11 @@
 import pytest
 import torch
-from torch_geometric.data import Batch
 
 from pyg_routing import encodings
-from pyg_routing.data import CVRPGenerator, RoutingData
-from pyg_routing.probes.spearman import spearman_probe
+from tests.helpers import fixed_route_batch
 
 NAMES = ["none", "ape", "sin", "rope", "rpe", "alibi", "lap", "rwse", "spd", "dact_cpe",
          "cycleformer", "ipe", "xpe", "ipexpe"]
-
-
-def _batch(num=3, n=12):
-    inst = CVRPGenerator(n, seed=0).sample(num)
-    routes = [[1, 2, 3, 4], [5, 6, 7], [8], [9, 10, 11, 12]]
-    return Batch.from_data_list([RoutingData.from_routes(inst[i], routes) for i in range(num)])
 
 
 def test_the_fourteen_names_and_their_kinds():
@@ -29,7 +21,7 @@ def test_the_fourteen_names_and_their_kinds():
 @pytest.mark.parametrize("name", [n for n in NAMES if encodings.available()[n] == "node"
                                   and n != "ape"])
 def test_every_fixed_node_encoding_builds_a_transform(name):
-    batch = _batch()
+    batch = fixed_route_batch()
     out = encodings.node_transform(name, dim=16, attr_name="pe")(batch)
     assert out.pe.shape[0] == batch.num_nodes and torch.isfinite(out.pe).all()
 
@@ -44,13 +36,3 @@ def test_learnable_rotary_and_bias_encodings_build_modules(name):
         encodings.node_transform("alibi")
 
 
-def test_probe_representations_cover_the_paper_table():
-    reps = encodings.probe_representations(dim=16)
-    assert len(reps) == 13   # the 14 names without NoPE
-    result = spearman_probe(_batch(num=4), reps, num_pairs=2000, seed=0)
-    for name, row in result.items():
-        for key in ("D1", "D2", "D3"):
-            assert row[key] is None or -1.0 <= row[key] <= 1.0, (name, key)
-    # Distance-aware encodings track the travel-distance gap within routes.
-    assert result["SPD"]["D1"] > 0.3
-    assert result["XPE"]["D3"] > 0

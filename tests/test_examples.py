@@ -1,6 +1,8 @@
 import runpy
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -13,6 +15,7 @@ def test_data_quickstart_runs_and_prints_the_documented_values(tmp_path, capsys)
     assert lines[-1] == "27591.0"
 
 
+@pytest.mark.slow
 def test_pyg_pipeline_example_trains(tmp_path, capsys):
     module = runpy.run_path(str(EXAMPLES / "pyg_pipeline.py"))
     losses = module["main"](str(tmp_path), steps=12)
@@ -20,6 +23,7 @@ def test_pyg_pipeline_example_trains(tmp_path, capsys):
     assert sum(losses[-3:]) < sum(losses[:3])          # the loss goes down
 
 
+@pytest.mark.slow
 def test_train_dact_cvrp_example_trains_and_evaluates(tmp_path, capsys):
     module = runpy.run_path(str(EXAMPLES / "train_dact_cvrp.py"))
     res = module["main"](str(tmp_path), epochs=1, num_customers=8, batch_size=4, t_train=4,

@@ -90,6 +90,11 @@ def _build(path: Path, problem: str, coords: np.ndarray, *, rounding: str, name:
            time_window: np.ndarray | None = None, service_time: np.ndarray | None = None,
            **fields) -> RoutingData:
     """Normalize and validate; an invalid instance is reported against its file."""
+    bad = ~np.isfinite(coords).all(axis=1)
+    if bad.any():  # before normalizing, which would report NaN for every node
+        v = int(np.argmax(bad))
+        raise InstanceFormatError(f"{path}: instance {name!r}, node {v}: coordinates "
+                                  f"{coords[v].tolist()} are not finite")
     pos, scale = normalize_coords(coords)
     if time_window is not None:
         fields.update(time_window=time_window / scale, service_time=service_time / scale,

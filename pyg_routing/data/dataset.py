@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import os.path as osp
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 from torch_geometric.data import Batch, InMemoryDataset
+from torch_geometric.data.data import BaseData
 
+from pyg_routing.data.files import read_json, read_torch
 from pyg_routing.data.generators import make_generator
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
+from pyg_routing.errors import CorruptFileError
 
 #: Bump when the generated data or its storage format changes, so old caches
 #: are never silently reused.
@@ -29,6 +34,10 @@ class RoutingDataset(InMemoryDataset):
     solver seed, library format version), so changing any of them builds a new
     file instead of silently reusing an old one. A JSON file with the same stem
     records the parameters and a summary (mean cost, feasibility, wall time).
+
+    A cache that cannot be read (either file truncated by an interrupted run,
+    garbage bytes, or a different kind of file) is deleted and built again, with
+    a warning naming its path.
 
     Args:
         root: dataset folder.
@@ -63,10 +72,45 @@ class RoutingDataset(InMemoryDataset):
         }
         self.num_workers = num_workers
         self.progress = progress
+        _drop_corrupt_bookkeeping(osp.join(osp.expanduser(osp.normpath(root)), "processed"))
         super().__init__(root, transform, pre_transform, force_reload=force_reload)
+        self.meta: dict[str, Any] = {}
+        try:
+            self._load_cache()
+        except CorruptFileError as exc:
+            warnings.warn(f"{exc}; deleting the dataset cache {self.processed_paths[0]} "
+                          f"and building it again", stacklevel=2)
+            for path in self.processed_paths:
+                if osp.exists(path):
+                    os.remove(path)
+            self.process()
+            self._load_cache()
+
+    def _load_cache(self) -> None:
+        """Load the cached data and its summary (CorruptFileError if unreadable)."""
         self.load(self.processed_paths[0])
-        with open(self.meta_path) as f:
-            self.meta: dict[str, Any] = json.load(f)
+        self.meta = load_summary(self.meta_path)
+
+    def load(self, path: str, data_cls: type[BaseData] = RoutingData) -> None:
+        """Load a cache written by :meth:`save`, through :func:`read_torch`.
+
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+            CorruptFileError: unreadable, or not a saved dataset of
+                ``num_instances`` instances.
+        """
+        out = read_torch(path, "dataset cache")
+        try:
+            data, slices, data_cls = out if len(out) == 3 else (*out, data_cls)
+            self.data = data_cls.from_dict(data) if isinstance(data, dict) else data
+            self.slices = slices
+            count = len(self)
+        except Exception as exc:  # any other object: not one of our caches
+            raise CorruptFileError(f"dataset cache {path} does not hold a saved dataset "
+                                   f"({type(exc).__name__}: {exc})") from exc
+        if count != self.params["num_instances"]:
+            raise CorruptFileError(f"dataset cache {path} holds {count} instances, "
+                                   f"expected {self.params['num_instances']}")
 
     @property
     def key(self) -> str:
@@ -82,7 +126,8 @@ class RoutingDataset(InMemoryDataset):
 
     @property
     def processed_file_names(self) -> list[str]:
-        return [f"{self.key}.pt"]
+        # Both files: a run interrupted between writing them builds the cache again.
+        return [f"{self.key}.pt", f"{self.key}.json"]
 
     @property
     def meta_path(self) -> str:
@@ -107,9 +152,14 @@ class RoutingDataset(InMemoryDataset):
         meta = {"params": p, "summary": summarize(data_list), "solve_seconds": elapsed}
         if self.pre_transform is not None:
             data_list = [self.pre_transform(d) for d in data_list]
-        self.save(data_list, self.processed_paths[0])
-        with open(self.meta_path, "w") as f:
+        # Write to temporary names and rename, so an interrupted run leaves no
+        # half-written file under the cache's name.
+        path = self.processed_paths[0]
+        self.save(data_list, path + ".tmp")
+        os.replace(path + ".tmp", path)
+        with open(self.meta_path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2)
+        os.replace(self.meta_path + ".tmp", self.meta_path)
 
     def __repr__(self) -> str:
         p = self.params
@@ -138,9 +188,33 @@ def summarize(data_list: list[RoutingData]) -> dict[str, Any]:
 
 
 def load_summary(path: str) -> dict[str, Any]:
-    """Read the JSON summary written next to a cached dataset file."""
-    with open(path) as f:
-        return json.load(f)
+    """Read the JSON summary written next to a cached dataset file.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        CorruptFileError: ``path`` is not a readable summary (not JSON, or not a
+            JSON object).
+    """
+    meta = read_json(path, "dataset summary")
+    if not isinstance(meta, dict):
+        raise CorruptFileError(f"dataset summary {path} is not a JSON object "
+                               f"(got {type(meta).__name__})")
+    return meta
+
+
+def _drop_corrupt_bookkeeping(processed_dir: str) -> None:
+    """Delete PyG's ``pre_transform.pt``/``pre_filter.pt`` when unreadable (PyG
+    writes them after processing, so an interrupted run can truncate them, and
+    then fails to load them); they only record the transforms' ``repr``."""
+    for name in ("pre_transform.pt", "pre_filter.pt"):
+        path = osp.join(processed_dir, name)
+        if not osp.exists(path):
+            continue
+        try:
+            read_torch(path, "dataset bookkeeping file")
+        except CorruptFileError as exc:
+            warnings.warn(f"removing {path}: {exc}", stacklevel=3)
+            os.remove(path)
 
 
 __all__ = ["RoutingDataset", "summarize", "load_summary", "FORMAT_VERSION"]

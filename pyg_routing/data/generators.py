@@ -20,6 +20,27 @@ from pyg_routing.errors import InvalidInstanceError
 DISTRIBUTIONS = ("uniform", "clustered")
 
 
+def _number(value: object, option: str) -> float:
+    """A finite real generator option, else :class:`InvalidInstanceError`."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInstanceError(f"{option} must be a number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise InvalidInstanceError(f"{option} must be a finite number, got {value!r}")
+    return x
+
+
+def _count(value: object, option: str) -> int:
+    """A whole-number generator option (``20`` or ``20.0``, not ``20.5``)."""
+    x = _number(value, option)
+    if not x.is_integer():
+        raise InvalidInstanceError(f"{option} must be a whole number, got {value!r}")
+    return int(x)
+
+
 class _Generator:
     """Shared seeding and location sampling."""
 
@@ -27,7 +48,8 @@ class _Generator:
 
     def __init__(self, num_customers: int, seed: int | None = None,
                  distribution: str = "uniform", device: torch.device | str = "cpu") -> None:
-        if int(num_customers) < 1:
+        num_customers = _count(num_customers, "num_customers")
+        if num_customers < 1:
             raise InvalidInstanceError(f"num_customers must be >= 1, got {num_customers}")
         if distribution not in DISTRIBUTIONS:
             raise InvalidInstanceError(f"unknown distribution {distribution!r}; "
@@ -142,7 +164,8 @@ class CVRPGenerator(_Generator):
                  distribution: str = "uniform", capacity: float | None = None,
                  device: torch.device | str = "cpu") -> None:
         super().__init__(num_customers, seed, distribution, device)
-        self.capacity = float(capacity if capacity is not None else capacity_for(num_customers))
+        self.capacity = (_number(capacity, "capacity") if capacity is not None
+                         else float(capacity_for(self.num_customers)))
         if self.capacity < 9:
             raise InvalidInstanceError(f"capacity {self.capacity} is below the largest "
                                        f"possible demand 9")
@@ -205,6 +228,9 @@ class PCVRPGenerator(CVRPGenerator):
                  distribution: str = "uniform", capacity: float | None = None,
                  kappa: float | None = None, device: torch.device | str = "cpu") -> None:
         super().__init__(num_customers, seed, distribution, capacity, device)
+        if kappa is not None and _number(kappa, "kappa") < 0:
+            raise InvalidInstanceError(f"kappa must be >= 0 (prizes are kappa * xi * "
+                                       f"demand), got {kappa}")
         self.kappa = float(kappa) if kappa is not None else calibrate_kappa(
             self.num_customers, distribution, self.capacity)
 
@@ -245,7 +271,8 @@ class PDTSPGenerator(_Generator):
 
     def __init__(self, num_customers: int, seed: int | None = None,
                  distribution: str = "uniform", device: torch.device | str = "cpu") -> None:
-        if int(num_customers) % 2 or int(num_customers) < 2:
+        num_customers = _count(num_customers, "num_customers")
+        if num_customers % 2 or num_customers < 2:
             raise InvalidInstanceError(f"PDTSP needs an even number of customers (pairs), "
                                        f"got {num_customers}")
         super().__init__(num_customers, seed, distribution, device)

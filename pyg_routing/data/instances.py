@@ -35,6 +35,27 @@ class RoutingInstances:
     prize: Tensor | None = None
     pickup_delivery_index: Tensor | None = None
 
+    def check(self) -> None:
+        """Validate the whole batch with tensor ops (no loop over instances).
+
+        The rules of :meth:`RoutingData.from_instance`, per instance: at least one
+        instance; shapes ``pos [B, N, 2]`` (floating point, ``N >= 2``),
+        ``demand [B, N]``, ``capacity [B]``, ``time_window [B, N, 2]``,
+        ``service_time [B, N]``, ``prize [B, N]``, ``pickup_delivery_index
+        [2, P]``, all on ``pos``'s device; the fields the problem needs present;
+        finite values; depot demand 0, no negative demand (except pickup and
+        delivery problems), every demand at most the capacity, capacity > 0;
+        windows that open no later than they close; no negative service time
+        or prize; well-formed pickup-delivery pairs. Nothing is modified.
+
+        Raises:
+            InvalidInstanceError: naming the first offending instance (lowest
+                index) and, where it applies, node.
+        """
+        from pyg_routing.data.dense_validation import check_instances
+
+        check_instances(self)
+
     def __len__(self) -> int:
         return self.pos.size(0)
 

@@ -56,6 +56,14 @@ class Problem(str, Enum):
         return self in (Problem.TSP, Problem.PDTSP)
 
     @property
+    def instance_fields(self) -> tuple[str, ...]:
+        """The fields an instance of this problem must carry besides ``pos``."""
+        return ((("demand", "capacity") if self.has_capacity else ())
+                + (("time_window", "service_time") if self.has_time_windows else ())
+                + (("prize",) if self.has_prizes else ())
+                + (("pickup_delivery_index",) if self.has_pairs else ()))
+
+    @property
     def direction_sensitive(self) -> bool:
         """Whether reversing a route can change feasibility (paper Sec. 3.1)."""
         return self in (Problem.VRPTW, Problem.PCVRP, Problem.PDTSP, Problem.PDPTW)

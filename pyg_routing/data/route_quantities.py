@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import scatter
 
+from pyg_routing.data.validation import check_dense_route_inputs, check_finite_pos
 from pyg_routing.errors import InvalidSolutionError
 
 
@@ -115,7 +116,12 @@ def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
     are segment cumsums over the arcs. Otherwise the visit order is recovered
     first by pointer jumping (Wyllie's list ranking, ``O(log L)`` rounds) and the
     arcs are sorted into it.
+
+    Raises:
+        InvalidInstanceError: non-finite coordinates (naming graph and node).
+        InvalidSolutionError: arcs with a cycle that never reaches a depot.
     """
+    check_finite_pos(pos, batch)
     n = pos.size(0)
     if batch is not None and num_graphs is None:
         num_graphs = int(batch.max()) + 1 if n else 0
@@ -284,7 +290,12 @@ def dense_route_quantities(pos: Tensor, tours: Tensor,
 
     Returns flat ``[B * N]`` tensors (reshape with ``.view(B, N)``); route ids are
     unique over the batch, numbered instance by instance in tour order.
+
+    Raises:
+        InvalidInstanceError: ``pos`` not ``[B, N, 2]``, or non-finite coordinates.
+        InvalidSolutionError: ``tours`` not ``[B, L]`` integer node ids in ``0..N-1``.
     """
+    check_dense_route_inputs(pos, tours)
     b, n, _ = pos.shape
     device = pos.device
     closed = torch.nn.functional.pad(tours, (1, 1))                     # [B, T], 0-framed
@@ -329,3 +340,4 @@ def dense_route_quantities(pos: Tensor, tours: Tensor,
         depot_angle[:, 0] = 0
     return RouteQuantities(route_id, route_pos, cum_dist, route_length,
                            depot_angle.reshape(-1), per_row)
+

@@ -48,7 +48,13 @@ class RoutingData(Data):
       ``num_routes`` ``[1]``.
 
     Batching with :class:`torch_geometric.data.Batch` shifts node indices and route
-    ids, so route ids stay unique over a batch.
+    ids, so route ids stay unique over a batch. Batch one problem at a time, or
+    problems with the same fields (e.g. CVRP with CVRP): PyG keeps only the fields
+    of the *first* instance (and raises ``KeyError`` when a later instance lacks
+    one of them), so a TSP followed by a CVRP would lose ``demand`` and
+    ``capacity``. :meth:`cost`, :meth:`check`, :meth:`is_feasible` and
+    :meth:`arc_lengths` refuse such a batch with :class:`InvalidInstanceError`
+    instead of silently ignoring the lost constraints.
     """
 
     def __inc__(self, key: str, value: Any, *args: Any, **kwargs: Any) -> Any:
@@ -121,12 +127,14 @@ class RoutingData(Data):
         Args:
             instance: an instance (any solution it already holds is replaced).
             routes: one list of customer ids per route, depot omitted, e.g.
-                ``[[3, 5, 1], [2, 4]]``.
+                ``[[3, 5, 1], [2, 4]]``. Node ids must be integers (ints, NumPy
+                integers, integer tensors or arrays); floats, even integral ones
+                such as ``2.0``, and bools are refused.
 
         Raises:
-            InvalidSolutionError: node out of range, depot inside a route, empty
-                route, a customer missing or visited twice, several routes for a
-                single-vehicle problem.
+            InvalidSolutionError: a node id that is not an integer, node out of
+                range, depot inside a route, empty route, a customer missing or
+                visited twice, several routes for a single-vehicle problem.
         """
         prob = Problem.parse(instance.problem)
         n = instance.num_nodes
@@ -194,6 +202,27 @@ class RoutingData(Data):
             return f"instance {names!r}: "
         return f"instance {graph}: " if isinstance(self, Batch) else ""
 
+    def _check_batch_fields(self) -> None:
+        """Refuse a ``Batch`` that lost fields some of its problems need.
+
+        PyG collates only the keys of the batch's first instance, so the fields a
+        problem needs are all in a batch exactly when no field was dropped that
+        one of its instances required (``from_instance`` guarantees them).
+        """
+        problems = self.problem
+        if not isinstance(problems, list):
+            return
+        kinds = [Problem.parse(p) for p in dict.fromkeys(problems)]
+        lost = [key for key in dict.fromkeys(f for p in kinds for f in p.instance_fields)
+                if key not in self]
+        if lost:
+            names = [repr(p.value) for p in kinds]
+            listed = ", ".join(names[:-1]) + f" and {names[-1]}"
+            raise InvalidInstanceError(
+                f"batch mixes problems {listed}; their fields ({', '.join(lost)}) cannot "
+                f"be batched (PyG keeps only the fields of the first instance, problem "
+                f"{problems[0]!r}): batch one problem at a time")
+
     def _graph_of_node(self) -> Tensor:
         batch = getattr(self, "batch", None)
         return batch if batch is not None else torch.zeros(
@@ -226,6 +255,7 @@ class RoutingData(Data):
         """``[E]`` length of each route arc in the instance's own units (benchmarks:
         original units with the benchmark's rounding)."""
         self._require_solution()
+        self._check_batch_fields()
         src, dst = self.edge_index
         if "raw_pos" in self:
             return arc_lengths(self.raw_pos, src, dst,
@@ -238,6 +268,10 @@ class RoutingData(Data):
         Total route length (TSP, CVRP, VRPTW, PDTSP, PDPTW); PCVRP subtracts the
         prizes of visited customers. Benchmark instances report original units
         with their rounding convention, so gaps to BKS are right.
+
+        Raises:
+            NoSolutionError: no solution.
+            InvalidInstanceError: a ``Batch`` mixing problems with different fields.
         """
         length = self.arc_lengths()
         graph = self._graph_of_node()
@@ -250,6 +284,7 @@ class RoutingData(Data):
         """Raise a typed error for the first broken constraint, else return None.
 
         Raises:
+            InvalidInstanceError: a ``Batch`` mixing problems with different fields.
             InvalidSolutionError: structural problems (missing or repeated customers).
             ZeroLengthRouteError: a route of length 0, unless ``allow_zero_length``.
             InfeasibleSolutionError: capacity, time window or precedence violated.
@@ -257,15 +292,19 @@ class RoutingData(Data):
         from pyg_routing.data.feasibility import find_violations
 
         self._require_solution()
+        self._check_batch_fields()
         violations = find_violations(self, allow_zero_length=allow_zero_length, limit=1)
         if violations:
             raise violations[0]
 
     def is_feasible(self, allow_zero_length: bool = False) -> Tensor:
-        """``[num_graphs]`` bool (scalar for a single instance), without raising."""
+        """``[num_graphs]`` bool (scalar for a single instance), without raising for
+        violated constraints (a ``Batch`` mixing problems with different fields is
+        refused as in :meth:`check`)."""
         from pyg_routing.data.feasibility import feasible_mask
 
         self._require_solution()
+        self._check_batch_fields()
         mask = feasible_mask(self, allow_zero_length=allow_zero_length)
         return mask if isinstance(self, Batch) else mask[0]
 

@@ -1,13 +1,20 @@
 """Validation of user-given instances and routes, with errors that say where.
 
-These run once when data is built (not per search step), so they favour clear
-messages over speed; the checks themselves are still tensor ops.
+Most run once when data is built (not per search step), so they favour clear
+messages over speed; the checks themselves are still tensor ops. The two guards
+of the route-quantity functions, :func:`check_finite_pos` and
+:func:`check_dense_route_inputs`, do run every search step: on valid input they
+cost one reduction and one device synchronization.
 """
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Iterable, Sequence
+from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -45,6 +52,58 @@ def check_shape(t: Tensor, shape: Sequence[int], name: str,
             f"{where(instance)}`{name}` must have shape {tuple(shape)}, got {tuple(t.shape)}")
 
 
+def check_finite_pos(pos: Tensor, batch: Tensor | None = None,
+                     total: float | None = None) -> None:
+    """Raise :class:`InvalidInstanceError` naming the first node (and its graph,
+    for a flat ``batch`` or a dense ``pos [B, N, 2]``) whose coordinates are not
+    finite, instead of letting them turn into NaN distances.
+
+    The fast path is one sum (``total``, when the caller already has it): only
+    when it is not finite are the coordinates scanned (an overflowing sum of
+    finite coordinates passes).
+    """
+    if total is None:
+        total = float(pos.sum())
+    if math.isfinite(total):
+        return
+    bad = ~torch.isfinite(pos).all(-1)
+    if not bool(bad.any()):
+        return
+    if pos.dim() == 3:
+        g, v = torch.nonzero(bad)[0].tolist()
+        xy, graph, node = pos[g, v], g, v
+    else:
+        v = int(torch.nonzero(bad)[0])
+        xy, graph, node = pos[v], None, v
+        if batch is not None:
+            graph = int(batch[v])
+            node = v - int(torch.nonzero(batch == graph)[0])
+    raise InvalidInstanceError(f"{where(graph, node=node)}`pos` has a non-finite value "
+                               f"({xy.tolist()})")
+
+
+def check_dense_route_inputs(pos: Tensor, tours: Tensor) -> None:
+    """Inputs of :func:`~pyg_routing.data.route_quantities.dense_route_quantities`:
+    shapes, dtypes, finite coordinates and node ids in range, with one sync."""
+    if pos.dim() != 3 or pos.size(-1) != 2:
+        raise InvalidInstanceError(f"`pos` must have shape [B, N, 2], got {tuple(pos.shape)}")
+    b, n = pos.shape[:2]
+    if tours.dim() != 2 or tours.size(0) != b:
+        raise InvalidSolutionError(f"`tours` must have shape [B, L] with B = {b}, got "
+                                   f"{tuple(tours.shape)}")
+    if tours.dtype == torch.bool or tours.is_floating_point() or tours.is_complex():
+        raise InvalidSolutionError(f"`tours` must hold integer node ids, got {tours.dtype}")
+    stats = [pos.sum().double()]
+    if tours.numel():
+        stats += [tours.min().double(), tours.max().double()]
+    total, *bounds = torch.stack(stats).tolist()
+    check_finite_pos(pos, total=total)
+    if bounds and (bounds[0] < 0 or bounds[1] >= n):
+        g, k = torch.nonzero((tours < 0) | (tours >= n))[0].tolist()
+        raise InvalidSolutionError(f"{where(g)}tour position {k}: node id {int(tours[g, k])} "
+                                   f"out of range 0..{n - 1}")
+
+
 def validate_instance(problem: Problem, pos: Tensor, demand: Tensor | None,
                       capacity: Tensor | None, time_window: Tensor | None,
                       service_time: Tensor | None, prize: Tensor | None,
@@ -59,14 +118,10 @@ def validate_instance(problem: Problem, pos: Tensor, demand: Tensor | None,
         raise InvalidInstanceError(f"{where(instance)}an instance needs a depot and at least "
                                    f"one customer, got {n} node(s)")
     check_finite(pos, "pos", instance)
-    required = {"demand": problem.has_capacity, "capacity": problem.has_capacity,
-                "time_window": problem.has_time_windows,
-                "service_time": problem.has_time_windows,
-                "prize": problem.has_prizes, "pickup_delivery_index": problem.has_pairs}
     given = {"demand": demand, "capacity": capacity, "time_window": time_window,
              "service_time": service_time, "prize": prize, "pickup_delivery_index": pairs}
-    for key, needed in required.items():
-        if needed and given[key] is None:
+    for key in problem.instance_fields:
+        if given[key] is None:
             raise InvalidInstanceError(f"{where(instance)}problem {problem.value!r} needs `{key}`")
 
     if demand is not None:
@@ -142,23 +197,65 @@ def _validate_pairs(pairs: Tensor, n: int, demand: Tensor | None,
             f"{demand[pairs[1, k]].item()})")
 
 
+def _node_ids(route: Any, loc: str) -> list[int]:
+    """The node ids of one route as Python ints; :class:`InvalidSolutionError`
+    (prefixed with ``loc``) naming the first value that is not an integer."""
+    def refuse(value: Any, kind: str, k: int | None = None) -> InvalidSolutionError:
+        at = f" at position {k}" if k is not None else ""
+        return InvalidSolutionError(f"{loc}a route must be a sequence of integer node ids, "
+                                    f"got {value!r} ({kind}){at}")
+
+    if isinstance(route, (Tensor, np.ndarray)):
+        kind = f"{route.dtype} {type(route).__name__}"
+        if route.ndim != 1:
+            raise refuse(route.tolist(), f"{route.ndim}-d {kind}")
+        integer = (route.dtype not in (torch.bool, np.bool_)
+                   and not (route.dtype.is_floating_point or route.dtype.is_complex)
+                   if isinstance(route, Tensor) else route.dtype.kind in "iu")
+        values = route.tolist()
+        if not integer:  # name the first fractional value, else the first one
+            k = next((i for i, x in enumerate(values)
+                      if isinstance(x, float) and not x.is_integer()), 0)
+            raise refuse(values[k] if values else values, kind, k)
+        return [int(v) for v in values]
+    try:
+        items = list(route)
+    except TypeError:
+        raise refuse(route, type(route).__name__) from None
+    nodes = []
+    for k, v in enumerate(items):
+        is_bool = isinstance(v, (bool, np.bool_)) or (
+            isinstance(v, (Tensor, np.ndarray)) and v.dtype in (torch.bool, np.bool_))
+        try:
+            if is_bool:
+                raise TypeError
+            nodes.append(operator.index(v))
+        except TypeError:
+            kind = (f"{v.dtype} {type(v).__name__}" if isinstance(v, (Tensor, np.ndarray))
+                    else type(v).__name__)
+            raise refuse(v.tolist() if isinstance(v, (Tensor, np.ndarray)) else v,
+                         kind, k) from None
+    return nodes
+
+
 def normalize_routes(routes: Iterable[Iterable[int]], num_nodes: int, problem: Problem,
                      instance: str | int | None = None) -> list[list[int]]:
     """Check a list of routes (customer ids, depot omitted) and return a clean copy.
 
-    Raises :class:`InvalidSolutionError` naming the route and node for: ids out of
-    range, the depot inside a route, empty routes, customers visited twice, missing
-    customers (except for prize-collecting problems) and more than one route for
-    single-vehicle problems.
+    Node ids must be integers: Python ints, NumPy integers, integer tensors or
+    arrays. Floats are refused even when integral (``2.0``), and so are bools, so
+    that a route of distances, coordinates or a mask passed by mistake is never
+    read as node ids.
+
+    Raises :class:`InvalidSolutionError` naming the route and node for: ids that
+    are not integers, ids out of range, the depot inside a route, empty routes,
+    customers visited twice, missing customers (except for prize-collecting
+    problems) and more than one route for single-vehicle problems.
     """
     clean: list[list[int]] = []
     seen: dict[int, int] = {}
     for r, route in enumerate(routes):
-        try:
-            nodes = [int(v) for v in (route.tolist() if isinstance(route, Tensor) else route)]
-        except (TypeError, ValueError):
-            raise InvalidSolutionError(f"{where(instance, route=r)}a route must be a sequence "
-                                       f"of integer node ids, got {route!r}") from None
+        nodes = _node_ids(route, where(instance, route=r))
         if not nodes:
             raise InvalidSolutionError(f"{where(instance, route=r)}empty route (a route must "
                                        f"visit at least one customer)")

@@ -1,36 +1,23 @@
-"""Improvement environments (DACT-style 2-opt) with batched per-step encodings."""
+"""Improvement environments behind one seam, and the search that drives them.
 
-from pyg_routing.envs.observation import Observation, node_code, observe
-from pyg_routing.envs.rollout import (
-    SYMMETRIES,
-    ImproveResult,
-    augment_positions,
-    augment_state,
-    improve,
-)
-from pyg_routing.envs.state import (
-    TwoOptState,
-    cycle_cost,
-    rank_from_order,
-    succ_from_order,
-    time_window_feasible,
-)
-from pyg_routing.envs.two_opt import (
-    TW_MAX_NODES,
-    action_mask,
-    apply_two_opt,
-    node_features,
-    positional_encoding,
-    random_action,
-    reset,
-    route_loads,
-    route_quantities,
-    step,
-    to_routes,
-)
+* :class:`ImprovementEnv` (:mod:`.base`): the protocol every environment follows;
+  :class:`Observation`, the dense input of an encoder.
+* :class:`TwoOptEnv` (:mod:`.two_opt`): DACT's 2-opt moves for TSP, CVRP, VRPTW.
+* :func:`improve` (:mod:`.search`): batched search with any environment, policy and
+  acceptance rule (:mod:`.acceptance`), best-so-far tracking and augmentation.
+"""
 
-__all__ = ["SYMMETRIES", "TW_MAX_NODES", "ImproveResult", "Observation", "TwoOptState",
-           "action_mask", "apply_two_opt", "augment_positions", "augment_state", "cycle_cost",
-           "improve", "node_code", "node_features", "observe", "positional_encoding",
-           "random_action", "rank_from_order", "reset", "route_loads", "route_quantities",
-           "step", "succ_from_order", "time_window_feasible", "to_routes"]
+from pyg_routing.envs.acceptance import (
+    Acceptance,
+    AlwaysAccept,
+    ImprovementOnly,
+    SimulatedAnnealing,
+)
+from pyg_routing.envs.augment import SYMMETRIES, augment_positions
+from pyg_routing.envs.base import BatchedState, ImprovementEnv, Observation
+from pyg_routing.envs.search import ImproveResult, improve
+from pyg_routing.envs.two_opt import TwoOptEnv, TwoOptState
+
+__all__ = ["SYMMETRIES", "Acceptance", "AlwaysAccept", "BatchedState", "ImproveResult",
+           "ImprovementEnv", "ImprovementOnly", "Observation", "SimulatedAnnealing",
+           "TwoOptEnv", "TwoOptState", "augment_positions", "improve"]

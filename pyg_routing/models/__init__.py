@@ -1,4 +1,4 @@
-"""Encoders, positional-encoding modules and (later) improvement backbones."""
+"""Encoders, positional-encoding modules and improvement policies."""
 
 from pyg_routing.models.attention import RouteAttention
 from pyg_routing.models.dact_policy import DACTPolicy
@@ -14,7 +14,8 @@ from pyg_routing.models.pe import (
     RotaryPE,
     ShortestPathBias,
 )
+from pyg_routing.models.policy import ImprovementPolicy
 
 __all__ = ["ALiBiBias", "AbsolutePE", "AttentionBias", "DACTCyclicPE", "DACTPolicy", "GPSEncoder",
-           "GPSLayer", "PairDecoder", "RelativePositionBias", "RotaryPE", "RouteAttention",
-           "ShortestPathBias", "ValueHead"]
+           "GPSLayer", "ImprovementPolicy", "PairDecoder", "RelativePositionBias", "RotaryPE",
+           "RouteAttention", "ShortestPathBias", "ValueHead"]

@@ -1,7 +1,7 @@
 """``DACTPolicy``: GPS encoder + pair decoder + critic for 2-opt improvement.
 
 The policy takes the dense fields of an observation (``x, edge_index, pe,
-route_pos, route_id, mask, extra``; see ``pyg_routing.envs.observation``) by duck
+route_pos, route_id, mask, extra``; see :class:`pyg_routing.envs.Observation`) by duck
 typing, so this module does not import the environments.
 """
 
@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from pyg_routing.data.problems import Problem
 from pyg_routing.models.gps_encoder import GPSEncoder
 from pyg_routing.models.pair_decoder import PairDecoder, ValueHead
+from pyg_routing.models.policy import ImprovementPolicy
 
 #: node-feature width of the 2-opt environment per problem
 #: (``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``).
@@ -34,7 +36,7 @@ class ObservationLike(Protocol):
     extra: Tensor
 
 
-class DACTPolicy(nn.Module):
+class DACTPolicy(ImprovementPolicy):
     r"""Actor-critic for DACT-style 2-opt improvement with any encoding.
 
     ``h = GPSEncoder.forward_dense(x, edge_index, pe, route_pos, route_id, succ=succ)``
@@ -49,11 +51,15 @@ class DACTPolicy(nn.Module):
         clip: logit clipping of the pair decoder.
         compiled: score move pairs with ``torch.compile`` (see :class:`PairDecoder`;
             also settable later as ``policy.decoder.compiled``).
+        problem: the problem the policy is for (``None``: not recorded); the
+            search refuses instances of another problem.
     """
 
     def __init__(self, encoder: GPSEncoder, decoder_heads: int = 4, critic_hidden: int = 64,
-                 clip: float = 6.0, compiled: bool = False) -> None:
+                 clip: float = 6.0, compiled: bool = False,
+                 problem: str | Problem | None = None) -> None:
         super().__init__()
+        self.problem = None if problem is None else Problem.parse(problem).value
         self.encoder = encoder
         self.decoder = PairDecoder(encoder.dim, heads=decoder_heads, clip=clip,
                                    compiled=compiled)
@@ -72,7 +78,7 @@ class DACTPolicy(nn.Module):
         enc = GPSEncoder(in_channels=IN_CHANNELS[key], dim=dim, heads=heads,
                          num_layers=num_layers, pe=pe, pe_dim=pe_dim, num_bands=num_bands,
                          **encoder_kwargs)
-        return cls(enc, decoder_heads=heads, compiled=compiled)
+        return cls(enc, decoder_heads=heads, compiled=compiled, problem=key)
 
     def reset_parameters(self) -> None:
         self.encoder.reset_parameters()
@@ -84,32 +90,23 @@ class DACTPolicy(nn.Module):
         return self.encoder.forward_dense(obs.x, obs.edge_index, obs.pe, obs.route_pos,
                                           obs.route_id, succ=getattr(obs, "succ", None))
 
-    def forward(self, obs: ObservationLike, action: Tensor | None = None, greedy: bool = False,
-                generator: torch.Generator | None = None
-                ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Sample (``greedy``: argmax) a move, or score the given ``action``.
-
-        Args:
-            obs: observation fields (``mask [B, M, M]`` True = allowed).
-            action: ``[B, 2]`` node pairs to score instead of sampling.
-            greedy: take the most likely move.
-            generator: RNG of the sampling (default: the global one).
-
-        Returns:
-            ``action [B, 2]`` (long), ``log_prob [B]``, ``entropy [B]``, ``value [B]``.
+    def decode(self, h: Tensor, obs: ObservationLike, action: Tensor | None, greedy: bool,
+               generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
+        """Score every move ``(i, j)`` (``obs.mask [B, M, M]``, True = allowed) and
+        sample one (``greedy``: argmax), or score the given ``action [B, 2]``.
 
         Raises:
             ValueError: an instance has no allowed move.
         """
-        h = self.embed(obs)
-        action, log_prob, entropy = self.decoder.act(h, obs.mask, action, greedy, generator)
-        return action, log_prob, entropy, self.critic(h, extra=obs.extra.to(h.dtype))
+        return self.decoder.act(h, obs.mask, action, greedy, generator)
+
+    def critic_value(self, h: Tensor, obs: ObservationLike) -> Tensor:
+        return self.critic(h, extra=obs.extra.to(h.dtype))
 
     def act(self, obs: ObservationLike, greedy: bool = False,
             generator: torch.Generator | None = None) -> Tensor:
         """Only the move ``[B, 2]`` (the draw :meth:`forward` makes for the same
-        ``generator`` state), without critic, log-probability and entropy: what a
-        search loop needs (:func:`pyg_routing.envs.improve` calls it)."""
+        ``generator`` state), scored without log-probability and entropy."""
         return self.decoder.select(self.embed(obs), obs.mask, greedy, generator)
 
     def __repr__(self) -> str:

@@ -17,6 +17,7 @@ from pyg_routing.data.route_quantities import edge_index_from_successors
 from pyg_routing.functional.index_pe import dense_route_inputs
 from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pe import AbsolutePE, AttentionBias, RotaryPE
+from pyg_routing.transforms import EncodingInputs
 
 #: Named ways the first layer's weights on the node code start (see :class:`GPSEncoder`);
 #: a number ``s >= 0`` is accepted too (a code block ``s`` times PyTorch's own draw).
@@ -25,11 +26,9 @@ PE_INITS = ("zero", "default")
 LOCAL_MPS = ("directed", "undirected", "none")
 
 
-def check_local_mp(local_mp: str | bool) -> str:
-    """``local_mp`` as one of :data:`LOCAL_MPS` (``True`` -> ``"directed"``, ``False``
-    -> ``"none"``); anything else is refused with the valid choices."""
-    if isinstance(local_mp, bool):
-        return "directed" if local_mp else "none"
+def check_local_mp(local_mp: str) -> str:
+    """``local_mp`` if it is one of :data:`LOCAL_MPS`; anything else is refused with
+    the valid choices."""
     if local_mp not in LOCAL_MPS:
         raise ValueError(f"unknown local_mp {local_mp!r}; choose from {LOCAL_MPS}")
     return local_mp
@@ -109,24 +108,20 @@ class GPSEncoder(nn.Module):
             model is then exactly the ``pe="none"`` model of the same seed, the same
             weights included (encoding-specific modules draw from a private RNG
             stream), and the code's weights receive a gradient from the first step.
-            ``"default"``: PyTorch's default over the concatenated fan-in; tens of
-            ±1 code channels then dominate ``h⁰`` (97–99 % of its variance
-            across nodes for IPE+XPE on CVRP-20 and TSP-20) and short trainings see the
-            coordinates only faintly. A number ``s >= 0``: the feature weights as
-            ``"zero"`` (the No-PE model's), plus a code block ``s`` times PyTorch's
-            draw for a layer over the code alone (uniform in ``±s/sqrt(width)``, from
-            a generator of its own): the code counts from the start, the more the
-            larger ``s`` (``0.25`` gives IPE+XPE about half of ``h⁰``'s variance
-            across nodes on TSP-20).
-            Node encodings only (incl. APE); ignored otherwise.
+            ``"default"``: PyTorch's default over the concatenated fan-in, where the
+            many ±1 code channels dominate ``h⁰`` at the start. A number ``s >= 0``:
+            the feature weights as ``"zero"`` (the No-PE model's), plus a code block
+            ``s`` times PyTorch's draw for a layer over the code alone (uniform in
+            ``±s/sqrt(width)``, from a generator of its own). Node encodings only
+            (incl. APE); ignored otherwise. Why: ``docs/design.md``.
         local_mp: local message passing over the route graph in every layer (the
-            GraphGPS design). ``"directed"`` (default; ``True``): one GIN over the
+            GraphGPS design). ``"directed"`` (default): one GIN over the
             route arcs and one over their reversal (:class:`GPSLayer`), so a node's
             embedding tells its successor from its predecessor, which the 2-opt
             action ``(i, j)`` (removing ``i -> succ(i)`` and ``j -> succ(j)``) needs.
             ``"undirected"``: one GIN over the arcs in both directions (the
             encoder before the option; reversal-invariant with a reversal-invariant
-            encoding). ``"none"`` (``False``): the plain Transformer of the paper's
+            encoding). ``"none"``: the plain Transformer of the paper's
             Sec. 3.3: the solution then reaches the model only through the encoding
             (and, for CVRP, the route-load features).
         pe_kwargs: extra arguments of the encoding's transform or module.
@@ -138,7 +133,7 @@ class GPSEncoder(nn.Module):
                  num_layers: int = 3, pe: str = "ipexpe", pe_dim: int = 64,
                  num_bands: int = 4, pe_attr: str = "pe", dropout: float = 0.0,
                  max_route_len: int = 512, pe_init: str | float = "zero",
-                 local_mp: str | bool = "directed",
+                 local_mp: str = "directed",
                  **pe_kwargs) -> None:
         super().__init__()
         spec = encodings.info(pe)
@@ -164,7 +159,7 @@ class GPSEncoder(nn.Module):
                 self.node_pe = encodings.node_transform(spec.name, dim=pe_dim,
                                                         num_bands=num_bands, attr_name=None,
                                                         **pe_kwargs)
-                pe_width = self._node_pe_width(pe_dim, num_bands)
+                pe_width = self.node_pe.width
             elif spec.kind == "bias":
                 self.bias = encodings.module(spec.name, num_heads=heads, **pe_kwargs)
             elif spec.kind == "rotary":
@@ -176,15 +171,6 @@ class GPSEncoder(nn.Module):
             GPSLayer(dim, heads, dropout, rotary=rotary, local=self.local_mp != "none",
                      directed=self.local_mp == "directed") for _ in range(num_layers))
         self.reset_parameters()
-
-    def _node_pe_width(self, pe_dim: int, num_bands: int) -> int:
-        if self.pe == "ipexpe":
-            return pe_dim + 2 * num_bands
-        if self.pe in ("lap", "rwse"):
-            return 8
-        if self.pe == "xpe":
-            return max(pe_dim, 2 * num_bands)
-        return pe_dim
 
     def reset_parameters(self) -> None:
         self._reset_input()
@@ -229,7 +215,29 @@ class GPSEncoder(nn.Module):
         if self.node_pe is None:
             return x
         pe = data[self.pe_attr] if self.pe_attr in data else self.node_pe.encode(data)
+        self._check_code_width(pe, f"batch.{self.pe_attr}")
         return torch.cat([x, pe.to(x.dtype)], dim=-1)
+
+    def _check_code_width(self, pe: Tensor, name: str) -> None:
+        if pe.size(-1) != self.pe_width:
+            raise ValueError(
+                f"{name} has {pe.size(-1)} channels, but GPSEncoder(pe={self.pe!r}) was "
+                f"built for {self.node_pe!r}, {self.pe_width} channels: build the encoder "
+                f"with the transform's width (pe_dim, num_bands) or transform with "
+                f"{self.node_pe!r}")
+
+    def node_code(self, inputs: EncodingInputs) -> Tensor | None:
+        """The node code this encoder reads, from batched route quantities (the
+        encoding seam: :meth:`NodeEncoding.code`); ``None`` for the kinds that read
+        no code (APE, bias, rotary, none)."""
+        return None if self.node_pe is None else self.node_pe.code(inputs)
+
+    def train(self, mode: bool = True) -> GPSEncoder:
+        """Also switches the node transform's mode (Laplacian PE's sign flips)."""
+        super().train(mode)
+        if hasattr(self.node_pe, "train"):
+            self.node_pe.train(mode)
+        return self
 
     def forward(self, data: Data) -> Tensor:
         h = self.input(self._features(data))
@@ -275,6 +283,7 @@ class GPSEncoder(nn.Module):
         elif self.node_pe is not None:
             if pe is None:
                 raise ValueError(f"encoding {self.pe!r} needs its node code `pe` [B, M, width]")
+            self._check_code_width(pe, "pe")
             parts.append(pe.to(x.dtype))
         h = self.input(torch.cat(parts, dim=-1).reshape(b * m, -1))
         batch = torch.arange(b, device=x.device).repeat_interleave(m)

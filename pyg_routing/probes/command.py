@@ -63,8 +63,8 @@ def add_probe_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="same-route pairs, and as many cross-route pairs (paper: 10^6)")
     s.add_argument("--dim", type=int, default=64, help="encoding width")
     s.add_argument("--encodings", choices=("paper", "builtin"), default="paper",
-                   help="paper: the 14 encodings of pyg_routing.encodings."
-                        "probe_representations; builtin: IPE, XPE, IPE + XPE and index "
+                   help="paper: the 14 encodings of pyg_routing.probes."
+                        "representations; builtin: IPE, XPE, IPE + XPE and index "
                         "baselines from pyg_routing.functional")
     s.add_argument("--probe-seed", type=int, default=0, help="pair sampler seed")
     s.add_argument("--batch-size", type=int, default=64, help="instances per encoder call")

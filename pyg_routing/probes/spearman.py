@@ -287,19 +287,10 @@ def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
 
 
 def paper_encodings(dim: int = 64) -> dict[str, Encoder]:
-    """The 14 encodings of Tab. 3 from ``pyg_routing.encodings.probe_representations``.
+    """The 14 encodings of Tab. 3
+    (:func:`pyg_routing.probes.representations.probe_representations`)."""
+    from pyg_routing.probes.representations import probe_representations
 
-    Raises:
-        RoutingError: that function is not available (yet).
-    """
-    try:
-        from pyg_routing.encodings import probe_representations
-    except ImportError as exc:
-        raise RoutingError(
-            f"the paper's encodings are not available: `pyg_routing.encodings."
-            f"probe_representations(dim)` could not be imported ({exc}); use "
-            f"builtin_encodings() / `--encodings builtin` for IPE, XPE and index "
-            f"baselines") from exc
     return dict(probe_representations(dim=dim))
 
 

@@ -1,8 +1,22 @@
-"""Lightning training of improvement policies (n-step PPO, DACT)."""
+"""Lightning training of improvement policies on shared seams.
 
+* :mod:`.config`: hyper-parameters as dataclasses (one per backbone), feeding the
+  CLI and the ``LightningModule``;
+* :mod:`.base`: :class:`ImprovementLightning`, seeding, resume checks and
+  validation by search, shared by every learning rule;
+* :mod:`.ppo`: backbone-neutral n-step PPO (:class:`PPOLightning`);
+* :mod:`.dact`: DACT as one configuration of it (:class:`DACTLightning`);
+* :mod:`.backbones`: the registry behind ``--backbone`` and :func:`load_policy`.
+"""
+
+from pyg_routing.training.backbones import load_policy
+from pyg_routing.training.base import ImprovementLightning
 from pyg_routing.training.callbacks import ValidationCurve
+from pyg_routing.training.config import TrainConfig
+from pyg_routing.training.dact import DACTConfig, DACTLightning
 from pyg_routing.training.datamodule import EpochBatchSampler, GeneratedBatches, RoutingDataModule
-from pyg_routing.training.ppo import DACTLightning, load_policy
+from pyg_routing.training.ppo import PPOConfig, PPOLightning
 
-__all__ = ["DACTLightning", "EpochBatchSampler", "GeneratedBatches", "RoutingDataModule",
-           "ValidationCurve", "load_policy"]
+__all__ = ["DACTConfig", "DACTLightning", "EpochBatchSampler", "GeneratedBatches",
+           "ImprovementLightning", "PPOConfig", "PPOLightning", "RoutingDataModule",
+           "TrainConfig", "ValidationCurve", "load_policy"]

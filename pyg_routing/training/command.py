@@ -9,20 +9,33 @@ from typing import Any
 import torch
 
 from pyg_routing import encodings
-from pyg_routing.training.fit import PROBLEMS, add_training_options, fit_dact
+from pyg_routing.training.fit import (
+    add_backbone_option,
+    add_training_options,
+    count,
+    fit,
+    positive,
+)
+
+#: Problems a backbone may be trained on (each backbone refuses the ones it lacks).
+PROBLEMS = ("tsp", "cvrp", "vrptw", "pcvrp", "pdtsp")
+
+
+def add_problem_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--problem", choices=PROBLEMS, default="cvrp")
+    p.add_argument("--num-customers", type=count(1), default=20)
 
 
 def add_train_parser(sub: Any) -> None:
     p = sub.add_parser("train", help="train an improvement policy with Lightning",
-                       description="Train a DACT policy (n-step PPO) with any encoding; "
-                                   "checkpoints and CSV logs go to --out.")
-    p.add_argument("--backbone", choices=("dact",), default="dact", help="improvement backbone")
-    p.add_argument("--problem", choices=PROBLEMS, default="cvrp")
-    p.add_argument("--num-customers", type=int, default=20)
+                       description="Train an improvement policy (DACT: n-step PPO) with any "
+                                   "encoding; checkpoints and CSV logs go to --out.")
+    add_backbone_option(p)
+    add_problem_options(p)
     p.add_argument("--pe", choices=list(encodings.available()), default="ipexpe",
                    help="positional encoding")
     add_training_options(p)
-    p.add_argument("--max-minutes", type=float, default=None, help="stop training after this")
+    p.add_argument("--max-minutes", type=positive, default=None, help="stop training after this")
     p.add_argument("--out", default="runs", help="folder for checkpoints and logs")
     p.add_argument("--resume", default=None, help="checkpoint to resume from")
     p.add_argument("--json", action="store_true", help="print a JSON object")
@@ -37,11 +50,11 @@ def add_evaluate_parser(sub: Any) -> None:
                    help="a `pyg-routing train` checkpoint (omit with --policy random)")
     p.add_argument("--policy", choices=("checkpoint", "random"), default="checkpoint",
                    help="'random': uniformly random valid moves (baseline)")
-    p.add_argument("--problem", choices=PROBLEMS, default="cvrp")
-    p.add_argument("--num-customers", type=int, default=20)
-    p.add_argument("--instances", type=int, default=256)
-    p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--augment", type=int, default=8, help="symmetric copies (1..8)")
+    add_backbone_option(p)
+    add_problem_options(p)
+    p.add_argument("--instances", type=count(1), default=256)
+    p.add_argument("--steps", type=count(0), default=1000)
+    p.add_argument("--augment", type=count(1), default=8, help="symmetric copies (1..8)")
     p.add_argument("--init", choices=("sweep", "nearest_neighbor", "random"), default="sweep",
                    help="starting solutions (DACT trains from random ones)")
     p.add_argument("--seed", type=int, default=1234, help="test-set seed")
@@ -50,40 +63,44 @@ def add_evaluate_parser(sub: Any) -> None:
     p.add_argument("--any-size", action="store_true",
                    help="allow a problem size other than the one trained on")
     p.add_argument("--reference", choices=("pyvrp", "none"), default="pyvrp")
-    p.add_argument("--time-limit", type=float, default=1.0, help="PyVRP seconds per instance")
+    p.add_argument("--time-limit", type=positive, default=1.0,
+                   help="PyVRP seconds per instance")
     p.add_argument("--root", default="data", help="dataset cache for the reference")
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
 def run_train(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out) / f"{args.backbone}_{args.problem}{args.num_customers}_{args.pe}"
-    return fit_dact(args, args.pe, out, max_minutes=args.max_minutes, resume=args.resume)
+    return fit(args, args.pe, out, max_minutes=args.max_minutes, resume=args.resume)
 
 
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     from pyg_routing.data.generators import make_generator
-    from pyg_routing.envs.rollout import improve
-    from pyg_routing.training.ppo import load_policy
+    from pyg_routing.envs import improve
+    from pyg_routing.training import backbones
 
     policy = None
+    lightning = backbones.get(args.backbone)
     if args.policy == "checkpoint":
         if args.checkpoint is None:
             raise ValueError("evaluate needs --checkpoint (or --policy random)")
-        hp = torch.load(args.checkpoint, map_location="cpu",
-                        weights_only=False).get("hyper_parameters", {})
+        hp = backbones.read_checkpoint(args.checkpoint)["hyper_parameters"]
+        lightning = backbones.get(hp["backbone"])
         trained = hp.get("num_customers")
         if trained is not None and trained != args.num_customers and not args.any_size:
             raise ValueError(f"checkpoint {args.checkpoint} was trained on "
                              f"{args.problem}-{trained}, but --num-customers is "
                              f"{args.num_customers}; pass --any-size to evaluate anyway")
-        policy = load_policy(args.checkpoint, expect_problem=args.problem,
-                             compiled=True if args.compile else None)
+        policy = backbones.load_policy(args.checkpoint, expect_problem=args.problem,
+                                       compiled=True if args.compile else None)
     instances = make_generator(args.problem, args.num_customers, seed=args.seed).sample(
         args.instances)
     result = improve(instances, policy, steps=args.steps, init=args.init, augment=args.augment,
-                     generator=torch.Generator().manual_seed(args.seed))
+                     generator=torch.Generator().manual_seed(args.seed),
+                     env=lightning.make_env())
     out: dict[str, Any] = {
         "policy": args.policy if policy is None else args.checkpoint,
+        "backbone": lightning.config_class.backbone,
         "problem": args.problem, "num_customers": args.num_customers,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init,

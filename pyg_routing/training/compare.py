@@ -27,14 +27,17 @@ from typing import Any
 import torch
 
 from pyg_routing import encodings
+from pyg_routing.training import backbones
+from pyg_routing.training.command import add_problem_options
 from pyg_routing.training.fit import (
-    PROBLEMS,
     VAL_SEED_OFFSET,
+    add_backbone_option,
     add_training_options,
-    fit_dact,
+    count,
+    fit,
+    positive,
     wants_gpu,
 )
-from pyg_routing.training.ppo import legacy_hparams
 
 #: CSV columns, in order.
 COLUMNS = ("encoding", "method", "family", "objective", "objective_std", "gap_percent",
@@ -60,33 +63,34 @@ def parse_encodings(value: str) -> list[str]:
 def add_compare_parser(sub: Any) -> None:
     p = sub.add_parser(
         "compare", help="train one model per encoding and compare them (paper Tab. 2)",
-        description="Train one DACT policy per encoding with identical budget, seed, data "
-                    "and search; print the objective and gap to PyVRP per encoding (plus "
-                    "No PE and random moves) and write CSV, Markdown and a plot of gap "
-                    "against training time.")
-    p.add_argument("--backbone", choices=("dact",), default="dact", help="improvement backbone")
-    p.add_argument("--problem", choices=PROBLEMS, default="cvrp")
-    p.add_argument("--num-customers", type=int, default=20)
+        description="Train one policy per encoding with identical budget, seed, data and "
+                    "search; print the objective and gap to PyVRP per encoding (plus No PE "
+                    "and random moves) and write CSV, Markdown and a plot of gap against "
+                    "training time.")
+    add_backbone_option(p)
+    add_problem_options(p)
     p.add_argument("--pe", default="all",
                    help="'all' or a comma-separated list of: " + ", ".join(encodings.available()))
-    p.add_argument("--budget-minutes", type=float, default=None,
+    p.add_argument("--budget-minutes", type=positive, default=None,
                    help="training wall time per encoding (validation included)")
     # CPU-sized PPO defaults: DACT's 512 x 200 steps per batch take minutes on 2 cores.
-    add_training_options(p, batch_size=64, t_train=40, batches_per_epoch=5, val_size=64,
-                         val_steps=100)
+    add_training_options(p, {"batch_size": 64, "t_train": 40, "val_steps": 100},
+                         batches_per_epoch=5, val_size=64)
     p.set_defaults(epochs=1000)
     p.add_argument("--seeds", default=None,
                    help="comma-separated training seeds (default: --seed); every encoding "
                         "is trained once per seed, the table gives mean ± std over seeds")
-    p.add_argument("--instances", type=int, default=256, help="held-out test instances")
-    p.add_argument("--steps", type=int, default=500, help="improvement steps at test time")
-    p.add_argument("--augment", type=int, default=1, help="symmetric copies at test (1..8)")
+    p.add_argument("--instances", type=count(1), default=256, help="held-out test instances")
+    p.add_argument("--steps", type=count(0), default=500, help="improvement steps at test time")
+    p.add_argument("--augment", type=count(1), default=1,
+                   help="symmetric copies at test (1..8)")
     p.add_argument("--init", choices=("random", "sweep", "nearest_neighbor"), default=None,
                    help="initial test solutions (default: those of training, random; "
                         "nearest_neighbor for VRPTW)")
     p.add_argument("--test-seed", type=int, default=1234, help="seed of the test instances")
     p.add_argument("--reference", choices=("pyvrp", "none"), default="pyvrp")
-    p.add_argument("--time-limit", type=float, default=0.2, help="PyVRP seconds per instance")
+    p.add_argument("--time-limit", type=positive, default=0.2,
+                   help="PyVRP seconds per instance")
     p.add_argument("--root", default="data", help="dataset cache for the references")
     p.add_argument("--select", choices=("last", "best"), default="last",
                    help="checkpoint each run is tested with: last (default; the end of the "
@@ -116,7 +120,7 @@ def _search(args: argparse.Namespace, policy: Any, reference: torch.Tensor | Non
             ) -> dict[str, Any]:
     """The common test-time search: same instances, initial solutions and steps."""
     from pyg_routing.data.generators import make_generator
-    from pyg_routing.envs.rollout import improve
+    from pyg_routing.envs import improve
 
     device = _device(args)
     # sampled on the CPU: the same instances as the cached reference on every device
@@ -126,7 +130,7 @@ def _search(args: argparse.Namespace, policy: Any, reference: torch.Tensor | Non
         policy = policy.to(device)
     gen = torch.Generator().manual_seed(args.test_seed)
     res = improve(inst, policy, steps=args.steps, init=args.init, augment=args.augment,
-                  generator=gen)
+                  generator=gen, env=backbones.get(args.backbone).make_env())
     cost = res.best_cost.double().cpu()
     row: dict[str, Any] = {"objective": float(cost.mean()),
                            "initial_objective": float(res.initial_cost.double().mean()),
@@ -141,12 +145,11 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     """Train and evaluate every encoding of ``--pe``; returns the table as rows."""
     from pyg_routing.probes.paper_values import MAIN_COMPARISON, paper_problem_key
     from pyg_routing.training.callbacks import ValidationCurve
-    from pyg_routing.training.ppo import default_init, load_policy
 
     names = parse_encodings(args.pe)
-    args.init = args.init or default_init(args.problem)
-    if args.budget_minutes is not None and args.budget_minutes <= 0:
-        raise ValueError(f"--budget-minutes must be > 0, got {args.budget_minutes}")
+    # Every option is checked before the first reference solve or training run.
+    config = backbones.get(args.backbone).config_class.from_options(args, pe=names[0])
+    args.init = args.init or config.init
     setting = paper_problem_key(args.problem, args.num_customers)
     paper = MAIN_COMPARISON.get(setting, {})
     out = Path(args.out) / f"compare_{args.backbone}_{args.problem}{args.num_customers}"
@@ -166,9 +169,9 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "budget_minutes": args.budget_minutes, "max_epochs": args.epochs, "seeds": seeds,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
-        "pe_init": args.pe_init, "ipe_frequencies": args.ipe_frequencies,
-        "ipe_direction": args.ipe_direction,
-        "local_mp": args.local_mp, "select": args.select,
+        "pe_init": config.pe_init, "ipe_frequencies": config.ipe_frequencies,
+        "ipe_direction": config.ipe_direction,
+        "local_mp": config.local_mp, "select": args.select,
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
         "validation_reference": val_ref}
     if test_ref is not None:
@@ -186,15 +189,16 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
             run_args = argparse.Namespace(**{**vars(args), "seed": seed})
             curve = ValidationCurve()
             where = out / name if len(seeds) == 1 else out / name / f"seed{seed}"
-            fit = fit_dact(run_args, name, where, max_minutes=args.budget_minutes,
-                           callbacks=[curve])
-            ckpt = fit["checkpoint"]
-            if args.select == "best" and fit["best_checkpoint"]:
-                ckpt = fit["best_checkpoint"]
-            policy = load_policy(ckpt, expect_problem=args.problem, expect_pe=name)
-            runs.append({**_search(args, policy, test_ref), "train_seconds": fit["seconds"],
-                         "epochs": fit["epochs"], "optimizer_steps": fit["global_step"],
-                         "checkpoint": ckpt, "best_val_cost": fit["best_val_cost"],
+            run = fit(run_args, name, where, max_minutes=args.budget_minutes,
+                      callbacks=[curve])
+            ckpt = run["checkpoint"]
+            if args.select == "best" and run["best_checkpoint"]:
+                ckpt = run["best_checkpoint"]
+            policy = backbones.load_policy(ckpt, expect_problem=args.problem, expect_pe=name,
+                                           expect_backbone=args.backbone)
+            runs.append({**_search(args, policy, test_ref), "train_seconds": run["seconds"],
+                         "epochs": run["epochs"], "optimizer_steps": run["global_step"],
+                         "checkpoint": ckpt, "best_val_cost": run["best_val_cost"],
                          "seed": seed})
             for point in curve.points:
                 if seed in val_ref:
@@ -263,7 +267,7 @@ def _model_options(result: dict[str, Any]) -> str:
         [f", IPE direction-{result['ipe_direction']}"]
         if result.get("ipe_direction", "auto") != "auto" else []) + (
         [_LOCAL_MP_CAPTIONS[mp]]
-        if (mp := legacy_hparams(result)["local_mp"]) != "directed" else []) + (
+        if (mp := result.get("local_mp", "directed")) != "directed" else []) + (
         [", best-validation checkpoints"] if result.get("select", "last") == "best" else [])
     return "".join(parts)
 
@@ -274,7 +278,8 @@ def render_markdown(result: dict[str, Any]) -> str:
     head = ["", "PE method", "Obj.", "Gap", "train min", "epochs"]
     if paper:
         head += ["paper Obj.", "paper Gap"]
-    lines = [f"**{result['setting']}**, DACT backbone — {result['instances']} test instances, "
+    lines = [f"**{result['setting']}**, {result.get('backbone', 'dact').upper()} backbone — "
+             f"{result['instances']} test instances, "
              f"T = {result['steps']}, {result['init']} initial solutions, "
              f"augment {result['augment']}, {len(result.get('seeds', [0]))} training seed(s), "
              f"budget "

@@ -1,10 +1,11 @@
-"""One DACT training run with Lightning, shared by ``pyg-routing train`` and ``compare``.
+"""One training run with Lightning, shared by ``pyg-routing train`` and ``compare``.
 
-:func:`add_training_options` declares the model, PPO and Trainer options on an
-argparse parser; :func:`fit_dact` turns such options into a
-:class:`~pyg_routing.training.ppo.DACTLightning`, a
+:func:`add_training_options` declares the backbone's hyper-parameters (from the
+registered configurations, :mod:`.config`) and the run's options (epochs, data,
+``lightning.Trainer``) on an argparse parser; :func:`fit` turns such options into
+the backbone's ``LightningModule``, a
 :class:`~pyg_routing.training.datamodule.RoutingDataModule` and a ``lightning.Trainer``
-(CSV logs and ``last.ckpt`` under ``out``) and fits them.
+(CSV logs, ``last.ckpt`` and ``best.ckpt`` under ``out``) and fits them.
 """
 
 from __future__ import annotations
@@ -18,65 +19,57 @@ from typing import Any
 
 import torch
 
-from pyg_routing.functional.route_pe import FREQUENCIES
-from pyg_routing.models.gps_encoder import LOCAL_MPS, check_pe_init
-from pyg_routing.transforms.ipe import IPE_DIRECTIONS
+from pyg_routing.training import backbones
+from pyg_routing.training.config import add_config_options
 
 #: Validation instances use this seed offset from the training seed (disjoint seeds).
 VAL_SEED_OFFSET = 10**9
-#: Problems of the DACT 2-opt environment (``train``, ``evaluate``, ``compare``).
-PROBLEMS = ("tsp", "cvrp", "vrptw")
 
 
-def wants_gpu(accelerator: str) -> bool:
-    """Whether ``--accelerator`` asks for GPUs (``auto``: when CUDA is available)."""
-    return accelerator in ("gpu", "cuda") or (accelerator == "auto"
-                                              and torch.cuda.is_available())
+def count(low: int) -> Any:
+    """An argparse type: an integer ``>= low`` (the error names the option)."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {value!r}") from None
+        if number < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {number}")
+        return number
+    parse.__name__ = f"integer >= {low}"
+    return parse
 
 
-def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
-                         t_train: int = 200, batches_per_epoch: int = 20, val_size: int = 256,
-                         val_steps: int = 200) -> None:
-    """Model, PPO and ``lightning.Trainer`` options (defaults: DACT's, scaled where given)."""
-    p.add_argument("--dim", type=int, default=64, help="model width")
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--layers", type=int, default=3)
-    p.add_argument("--pe-dim", type=int, default=32, help="width of node encodings")
-    p.add_argument("--batch-size", type=int, default=batch_size)
-    p.add_argument("--t-train", type=int, default=t_train, help="environment steps per batch")
-    p.add_argument("--n-step", type=int, default=4, help="PPO n-step length")
-    p.add_argument("--epochs", type=int, default=100, help="maximum number of epochs")
-    p.add_argument("--batches-per-epoch", type=int, default=batches_per_epoch)
-    p.add_argument("--val-size", type=int, default=val_size)
-    p.add_argument("--val-steps", type=int, default=val_steps)
-    p.add_argument("--lr-actor", type=float, default=1e-4,
-                   help="Adam learning rate of encoder + decoder (DACT: 1e-4)")
-    p.add_argument("--lr-critic", type=float, default=3e-5,
-                   help="Adam learning rate of the critic (DACT: 3e-5)")
-    p.add_argument("--pe-init", type=_pe_init_option, default="zero",
-                   help="first-layer weights on the node code: zero (default; every "
-                        "encoding starts as the No-PE model of the same seed), default "
-                        "(PyTorch's init over the concatenated fan-in, where the code "
-                        "channels drown the node features at the start), or a number s "
-                        "(the No-PE model plus a code block s times PyTorch's draw)")
-    p.add_argument("--ipe-frequencies", choices=FREQUENCIES, default="harmonic",
-                   help="IPE frequencies of ipe/ipexpe: harmonic (default, k + 1: exactly "
-                        "circular and reversal-invariant) or geometric (the paper's printed "
-                        "lambda^(-2k/D), which is neither)")
-    p.add_argument("--ipe-direction", choices=IPE_DIRECTIONS, default="auto",
-                   help="IPE variant of ipe/ipexpe: auto (default; direction-aware for "
-                        "VRPTW/PDTSP, the reversal-invariant cosine code for TSP/CVRP, as "
-                        "the paper picks), aware or invariant (the paper's direction "
-                        "ablation)")
-    p.add_argument("--local-mp", choices=LOCAL_MPS, default="directed",
-                   help="the encoder's message passing over the route graph: directed "
-                        "(default; separate GINs for predecessor and successor, so nodes "
-                        "know the tour direction the 2-opt moves are defined in), "
-                        "undirected (one GIN over both arc directions), or none (the "
-                        "paper's plain Transformer, Sec. 3.3, which sees the solution only "
-                        "through the encoding)")
+def positive(value: str) -> float:
+    """An argparse type: a finite number ``> 0``."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {value!r}") from None
+    if not 0 < number < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {value!r}")
+    return number
+
+
+def add_backbone_option(p: argparse.ArgumentParser) -> None:
+    names = list(backbones.available())
+    p.add_argument("--backbone", choices=names, default=names[0],
+                   help="improvement backbone: " + "; ".join(
+                       f"{k} ({v})" for k, v in backbones.available().items()))
+
+
+def add_training_options(p: argparse.ArgumentParser, defaults: dict[str, Any] | None = None,
+                         *, batches_per_epoch: int = 20, val_size: int = 256) -> None:
+    """The backbones' hyper-parameters (each backbone's defaults unless ``defaults``
+    says otherwise) and the run's options."""
+    add_config_options(p, [backbones.get(b).config_class for b in backbones.available()],
+                       defaults)
     p.add_argument("--no-local-mp", dest="local_mp", action="store_const", const="none",
-                   help="same as --local-mp none")
+                   default=argparse.SUPPRESS, help="same as --local-mp none")
+    p.add_argument("--epochs", type=count(1), default=100, help="maximum number of epochs")
+    p.add_argument("--batches-per-epoch", type=count(1), default=batches_per_epoch)
+    p.add_argument("--val-size", type=count(1), default=val_size,
+                   help="validation instances")
     p.add_argument("--compile", action="store_true",
                    help="score move pairs with torch.compile where no gradient flows "
                         "(validation, warm-up, the saved policy's search; the first call "
@@ -90,33 +83,42 @@ def add_training_options(p: argparse.ArgumentParser, *, batch_size: int = 512,
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
-def _pe_init_option(value: str) -> str | float:
-    """``--pe-init`` parsed by :func:`check_pe_init`, refused as an argparse error."""
-    try:
-        return check_pe_init(value)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+def wants_gpu(accelerator: str) -> bool:
+    """Whether ``--accelerator`` asks for GPUs (``auto``: when CUDA is available)."""
+    return accelerator in ("gpu", "cuda") or (accelerator == "auto"
+                                              and torch.cuda.is_available())
 
 
 def parse_devices(value: str, accelerator: str) -> int | str:
     """Parse ``--devices`` and refuse more devices than this machine has."""
     if value == "auto":
         return value
-    count = int(value)
-    if count < 1:
-        raise ValueError(f"--devices must be >= 1, got {count}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"--devices must be an integer or 'auto', got {value!r}") from None
+    if number < 1:
+        raise ValueError(f"--devices must be >= 1, got {number}")
     use_gpu = wants_gpu(accelerator)
     have = torch.cuda.device_count() if use_gpu else (os.cpu_count() or 1)
     kind = "GPU" if use_gpu else "CPU core"
-    if count > have:
-        raise ValueError(f"--devices {count} asks for more than the {have} {kind}(s) "
+    if number > have:
+        raise ValueError(f"--devices {number} asks for more than the {have} {kind}(s) "
                          f"available here")
-    return count
+    return number
 
 
-def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float | None = None,
-             resume: str | None = None, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
-    """Train one DACT policy with encoding ``pe`` as ``args`` (see
+def build_model(args: argparse.Namespace, pe: str) -> Any:
+    """The backbone's ``LightningModule`` for the options ``args`` and encoding ``pe``
+    (draws the initial weights from the global RNG)."""
+    lightning = backbones.get(args.backbone)
+    config = lightning.config_class.from_options(args, pe=pe, compiled=args.compile)
+    return lightning(**config.to_dict())
+
+
+def fit(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float | None = None,
+        resume: str | None = None, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
+    """Train one policy of ``args.backbone`` with encoding ``pe`` as ``args`` (see
     :func:`add_training_options`) say; logs and checkpoints go to ``out``.
 
     Returns:
@@ -130,24 +132,16 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
     from lightning.pytorch.loggers import CSVLogger
 
     from pyg_routing.training.datamodule import RoutingDataModule
-    from pyg_routing.training.ppo import DACTLightning
 
     devices = parse_devices(args.devices, args.accelerator)
     # --seed fixes the initial weights too (the batches and search draws are seeded
-    # inside DACTLightning): the same command gives the same model in any process.
+    # inside the module): the same command gives the same model in any process.
     L.seed_everything(args.seed, workers=True, verbose=False)
-    model = DACTLightning(problem=args.problem, num_customers=args.num_customers, pe=pe,
-                          dim=args.dim, heads=args.heads, num_layers=args.layers,
-                          pe_dim=args.pe_dim, batch_size=args.batch_size,
-                          t_train=args.t_train, n_step=args.n_step, val_steps=args.val_steps,
-                          lr_actor=args.lr_actor, lr_critic=args.lr_critic, seed=args.seed,
-                          pe_init=args.pe_init, compiled=args.compile,
-                          ipe_frequencies=args.ipe_frequencies,
-                          ipe_direction=args.ipe_direction,
-                          local_mp=args.local_mp)
+    model = build_model(args, pe)
     # One validation batch holding the whole set: it is then exactly the instances of
     # ``RoutingDataset(..., num_instances=val_size, seed=seed + VAL_SEED_OFFSET)``.
-    data = RoutingDataModule(args.problem, args.num_customers, batch_size=args.batch_size,
+    data = RoutingDataModule(args.problem, args.num_customers,
+                             batch_size=model.config.batch_size,
                              batches_per_epoch=args.batches_per_epoch, val_size=args.val_size,
                              val_batch_size=args.val_size, seed=args.seed,
                              val_seed=args.seed + VAL_SEED_OFFSET)
@@ -164,6 +158,8 @@ def fit_dact(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float
         max_time=None if max_minutes is None else {"seconds": 60.0 * max_minutes},
         log_every_n_steps=max(1, min(50, args.batches_per_epoch)),
         enable_progress_bar=not args.no_progress, enable_model_summary=not args.no_progress)
+    if resume is not None:
+        backbones.read_checkpoint(resume)           # a clear error for a foreign file
     start = time.perf_counter()
     trainer.fit(model, data, ckpt_path=resume)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from torch import Tensor
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
 
 from pyg_routing.functional.index_pe import (
     check_even_dim,
     check_variant,
     cycleformer_pe,
-    node_route_inputs,
 )
-from pyg_routing.transforms._base import set_node_attr
+from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
 
 
-class CycleFormerPE(BaseTransform):
+class CycleFormerPE(NodeEncoding):
     r"""CycleFormer circular PE (Yook et al. 2024) of the within-route position ``i``,
     with ``L`` the number of customers on the node's route; interleaved sin/cos
     with the SIN frequencies ``ω_k = base^{-2k/D}``.
@@ -49,14 +46,14 @@ class CycleFormerPE(BaseTransform):
         self.base = float(base)
         self.attr_name = attr_name
 
-    def encode(self, data: Data) -> Tensor:
-        """The ``[num_nodes, dim]`` encoding, without storing it."""
-        route_pos, route_size = node_route_inputs(data)
-        return cycleformer_pe(route_pos, route_size, self.dim, self.variant, self.base,
-                              dtype=data.pos.dtype)
+    @property
+    def width(self) -> int:
+        return self.dim
 
-    def forward(self, data: Data) -> Data:
-        return set_node_attr(data, self.encode(data), self.attr_name)
+    def code(self, inputs: EncodingInputs) -> Tensor:
+        size = inputs.route_size(type(self).__name__)
+        return cycleformer_pe(inputs.route_pos, size, self.dim, self.variant, self.base,
+                              dtype=inputs.dtype)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.dim}, variant={self.variant!r}, "

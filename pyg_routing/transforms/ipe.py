@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import torch
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
+from torch import Tensor
 
 from pyg_routing.functional.route_pe import DIRECTIONS, FREQUENCIES, check_ipe_dim, ipe
-from pyg_routing.transforms._base import (
-    node_graph,
-    problems_of,
-    require_solution,
-    set_node_attr,
-)
+from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
 
 #: The transforms' ``direction`` choices: the problem's own variant, or either forced.
 IPE_DIRECTIONS = ("auto", *DIRECTIONS)
 
 
-class IPE(BaseTransform):
+class IPE(NodeEncoding):
     r"""In-route positional encoding (paper Sec. 3.1): a multi-frequency sinusoid
     of the node's distance along its route, rescaled to one period,
     ``d̂_i = 2π d_i / d_L``.
@@ -54,24 +48,23 @@ class IPE(BaseTransform):
         self.base = base
         self.attr_name = attr_name
 
-    def encode(self, data: Data) -> torch.Tensor:
-        """The ``[num_nodes, dim]`` encoding, without storing it."""
-        require_solution(data, type(self).__name__)
-        args = (data.cum_dist, data.route_length, self.dim)
-        kwargs = dict(frequencies=self.frequencies, base=self.base, route_pos=data.route_pos)
+    @property
+    def width(self) -> int:
+        return self.dim
+
+    def code(self, inputs: EncodingInputs) -> Tensor:
+        inputs.need(type(self).__name__, "cum_dist", "route_length", "route_pos")
+        args = (inputs.cum_dist, inputs.route_length, self.dim)
+        kwargs = dict(frequencies=self.frequencies, base=self.base, route_pos=inputs.route_pos)
         if self.direction != "auto":
             return ipe(*args, direction=self.direction, **kwargs)
-        aware = torch.tensor([p.direction_sensitive for p in problems_of(data)],
-                             device=data.cum_dist.device)
+        # "auto", resolved here only: per graph, from its problem.
+        aware = inputs.direction_sensitive
         if bool(aware.all()) or not bool(aware.any()):
             return ipe(*args, direction="aware" if bool(aware.all()) else "invariant", **kwargs)
-        graph = node_graph(data)
-        per_node = aware[graph].unsqueeze(-1)
+        per_node = aware[inputs.batch].unsqueeze(-1)
         return torch.where(per_node, ipe(*args, direction="aware", **kwargs),
                            ipe(*args, direction="invariant", **kwargs))
-
-    def forward(self, data: Data) -> Data:
-        return set_node_attr(data, self.encode(data), self.attr_name)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.dim}, direction={self.direction!r}, "

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import torch
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
+from torch import Tensor
 
-from pyg_routing.transforms._base import set_node_attr
+from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
 from pyg_routing.transforms.ipe import IPE
 from pyg_routing.transforms.xpe import XPE
 
 
-class IPEXPE(BaseTransform):
+class IPEXPE(NodeEncoding):
     r"""``[IPE ‖ XPE]`` per node (paper Sec. 3): ``[num_nodes, dim + 2 * num_bands]``.
 
     Args:
@@ -28,11 +27,12 @@ class IPEXPE(BaseTransform):
         self.xpe = XPE(num_bands, None, attr_name=None)
         self.attr_name = attr_name
 
-    def encode(self, data: Data) -> torch.Tensor:
-        return torch.cat([self.ipe.encode(data), self.xpe.encode(data)], dim=-1)
+    @property
+    def width(self) -> int:
+        return self.ipe.width + self.xpe.width
 
-    def forward(self, data: Data) -> Data:
-        return set_node_attr(data, self.encode(data), self.attr_name)
+    def code(self, inputs: EncodingInputs) -> Tensor:
+        return torch.cat([self.ipe.code(inputs), self.xpe.code(inputs)], dim=-1)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.ipe.dim}, num_bands={self.xpe.num_bands}, "

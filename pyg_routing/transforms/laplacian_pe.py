@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
 
-from pyg_routing.functional._route_graph import route_graph_from_data
 from pyg_routing.functional.graph_pe import laplacian_pe
-from pyg_routing.transforms._base import set_node_attr
+from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
 
 
-class LaplacianPE(BaseTransform):
+class LaplacianPE(NodeEncoding):
     r"""Laplacian eigenvector PE (Dwivedi et al.) of the *route graph*: the ``k``
     smallest non-trivial eigenvectors of ``L = D - A`` (unnormalized) of the
     undirected graph of the route arcs, ``data[attr_name]`` of shape
@@ -62,15 +59,15 @@ class LaplacianPE(BaseTransform):
         """Evaluation mode: no sign flips. Returns self."""
         return self.train(False)
 
-    def encode(self, data: Data) -> Tensor:
-        """The ``[num_nodes, k]`` encoding, without storing it."""
-        rg = route_graph_from_data(data, type(self).__name__)
-        dtype = data.pos.dtype if "pos" in data and data.pos.is_floating_point() else None
-        return laplacian_pe(rg, k=self.k, random_sign=self.random_sign and self.training,
-                            generator=self.generator, dtype=dtype)
+    @property
+    def width(self) -> int:
+        return self.k
 
-    def forward(self, data: Data) -> Data:
-        return set_node_attr(data, self.encode(data), self.attr_name)
+    def code(self, inputs: EncodingInputs) -> Tensor:
+        rg = inputs.graph(type(self).__name__)
+        return inputs.per_node(laplacian_pe(
+            rg, k=self.k, random_sign=self.random_sign and self.training,
+            generator=self.generator, dtype=inputs.dtype))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(k={self.k}, attr_name={self.attr_name!r}, "

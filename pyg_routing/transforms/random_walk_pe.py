@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from torch import Tensor
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
 
-from pyg_routing.functional._route_graph import route_graph_from_data
 from pyg_routing.functional.random_walk_pe import random_walk_pe
-from pyg_routing.transforms._base import set_node_attr
+from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
 
 
-class RandomWalkPE(BaseTransform):
+class RandomWalkPE(NodeEncoding):
     r"""Random-walk structural encoding (RWSE, Dwivedi et al.) of the *route graph*:
     ``[(R^t)_{vv}]_{t=1..walk_length}`` with ``R = D^{-1} A`` of the undirected
     graph of the route arcs, ``data[attr_name]`` of shape ``[num_nodes, walk_length]``.
@@ -36,14 +33,14 @@ class RandomWalkPE(BaseTransform):
         self.walk_length = walk_length
         self.attr_name = attr_name
 
-    def encode(self, data: Data) -> Tensor:
-        """The ``[num_nodes, walk_length]`` encoding, without storing it."""
-        rg = route_graph_from_data(data, type(self).__name__)
-        dtype = data.pos.dtype if "pos" in data and data.pos.is_floating_point() else None
-        return random_walk_pe(rg, walk_length=self.walk_length, dtype=dtype)
+    @property
+    def width(self) -> int:
+        return self.walk_length
 
-    def forward(self, data: Data) -> Data:
-        return set_node_attr(data, self.encode(data), self.attr_name)
+    def code(self, inputs: EncodingInputs) -> Tensor:
+        rg = inputs.graph(type(self).__name__)
+        return inputs.per_node(random_walk_pe(rg, walk_length=self.walk_length,
+                                              dtype=inputs.dtype))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(walk_length={self.walk_length}, "

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from torch import Tensor
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
 
-from pyg_routing.functional.index_pe import check_even_dim, node_route_inputs, sinusoidal_pe
-from pyg_routing.transforms._base import set_node_attr
+from pyg_routing.functional.index_pe import check_even_dim, sinusoidal_pe
+from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
 
 
-class SinusoidalPE(BaseTransform):
+class SinusoidalPE(NodeEncoding):
     r"""Sinusoidal PE of the within-route position ``i`` (Vaswani et al. 2017):
     ``PE_{2k} = sin(i / base^{2k/D})``, ``PE_{2k+1} = cos(i / base^{2k/D})``.
 
@@ -35,13 +33,13 @@ class SinusoidalPE(BaseTransform):
         self.base = float(base)
         self.attr_name = attr_name
 
-    def encode(self, data: Data) -> Tensor:
-        """The ``[num_nodes, dim]`` encoding, without storing it."""
-        route_pos, _ = node_route_inputs(data)
-        return sinusoidal_pe(route_pos, self.dim, self.base, dtype=data.pos.dtype)
+    @property
+    def width(self) -> int:
+        return self.dim
 
-    def forward(self, data: Data) -> Data:
-        return set_node_attr(data, self.encode(data), self.attr_name)
+    def code(self, inputs: EncodingInputs) -> Tensor:
+        inputs.need(type(self).__name__, "route_pos")
+        return sinusoidal_pe(inputs.route_pos, self.dim, self.base, dtype=inputs.dtype)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.dim}, base={self.base:g}, "

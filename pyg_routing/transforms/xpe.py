@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import torch
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
+from torch import Tensor
 
 from pyg_routing.functional.route_pe import xpe
-from pyg_routing.transforms._base import set_node_attr
+from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
 
 
-class XPE(BaseTransform):
+class XPE(NodeEncoding):
     r"""Cross-route positional encoding (paper Sec. 3.2): the depot-relative angle
     ``θ_v = atan2(y_v - y_0, x_v - x_0)`` as ``[sin(2^k θ), cos(2^k θ)]``,
     interleaved for ``k = 0..num_bands-1`` and zero-padded to ``dim`` when given.
@@ -32,12 +31,12 @@ class XPE(BaseTransform):
         self.dim = dim
         self.attr_name = attr_name
 
-    def encode(self, data: Data) -> torch.Tensor:
-        """The ``[num_nodes, dim]`` encoding, without storing it."""
-        return xpe(data.depot_angle, self.num_bands, self.dim, data.depot_mask)
+    @property
+    def width(self) -> int:
+        return 2 * self.num_bands if self.dim is None else self.dim
 
-    def forward(self, data: Data) -> Data:
-        return set_node_attr(data, self.encode(data), self.attr_name)
+    def code(self, inputs: EncodingInputs) -> Tensor:
+        return xpe(inputs.depot_angle, self.num_bands, self.dim, inputs.depot_mask)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(num_bands={self.num_bands}, dim={self.dim})"

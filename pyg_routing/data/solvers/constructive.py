@@ -8,7 +8,9 @@ trailing zeros to the batch's common length ``L``. This is the format of
 
 The heuristics are vectorized over the batch: the only Python loops run over
 construction *steps* (one node, or one pickup-delivery pair, per step), which
-are inherently sequential.
+are inherently sequential. Each first validates its input
+(:meth:`RoutingInstances.check`) and raises :class:`InvalidInstanceError` for a
+malformed batch or an unsupported problem.
 """
 
 from __future__ import annotations
@@ -24,9 +26,13 @@ from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError
 
 
 def _check_problem(name: str, instances: RoutingInstances, allowed: Sequence[Problem]) -> None:
+    """The heuristic supports the problem, and the instances are valid
+    (:meth:`RoutingInstances.check`); else :class:`InvalidInstanceError`."""
     if instances.problem not in allowed:
-        raise ValueError(f"{name} does not support problem {instances.problem.value!r}; "
-                         f"supported: {', '.join(p.value for p in allowed)}")
+        raise InvalidInstanceError(
+            f"{name} does not support problem {Problem.parse(instances.problem).value!r}; "
+            f"supported: {', '.join(p.value for p in allowed)}")
+    instances.check()
 
 
 def _dist_from(pos: Tensor, cur: Tensor) -> Tensor:

@@ -1,0 +1,172 @@
+"""Validation of a dense batch of instances (:class:`RoutingInstances`).
+
+The same rules as :func:`~pyg_routing.data.validation.validate_instance` applies
+to one instance, checked for all ``B`` instances at once with tensor ops (no
+Python loop over instances). The error names the first offending instance and
+node; on valid input the check costs one device synchronization.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import torch
+from torch import Tensor
+
+from pyg_routing.data.problems import Problem
+from pyg_routing.data.validation import _validate_pairs
+from pyg_routing.errors import InvalidInstanceError, where
+
+if TYPE_CHECKING:
+    from pyg_routing.data.instances import RoutingInstances
+
+#: Per-instance fields and their shapes (``B`` instances, ``N`` nodes).
+DENSE_SHAPES = {"demand": "[B, N]", "capacity": "[B]", "time_window": "[B, N, 2]",
+                "service_time": "[B, N]", "prize": "[B, N]"}
+
+
+class _Check(NamedTuple):
+    """``mask`` ``[B, N]`` (per node) or ``[B, 1]`` (per instance) marks offenders;
+    ``describe(instance, node)`` says what is wrong."""
+
+    mask: Tensor
+    per_node: bool
+    describe: Callable[[int, int | None], str]
+
+
+def _tensor(value: Any, key: str) -> Tensor:
+    if not isinstance(value, Tensor):
+        raise InvalidInstanceError(f"`{key}` must be a torch.Tensor, got "
+                                   f"{type(value).__name__}")
+    return value
+
+
+def _fields(inst: RoutingInstances, prob: Problem, pos: Tensor) -> dict[str, Tensor]:
+    """The per-instance fields that are given, after shape, dtype and device checks."""
+    b, n = pos.shape[:2]
+    for key in prob.instance_fields:
+        if getattr(inst, key) is None:
+            raise InvalidInstanceError(f"problem {prob.value!r} needs `{key}`")
+    shapes = {"demand": (b, n), "capacity": (b,), "time_window": (b, n, 2),
+              "service_time": (b, n), "prize": (b, n)}
+    out = {}
+    for key, shape in shapes.items():
+        value = getattr(inst, key)
+        if value is None:
+            continue
+        t = _tensor(value, key)
+        if tuple(t.shape) != shape:
+            raise InvalidInstanceError(f"`{key}` must have shape {DENSE_SHAPES[key]} = "
+                                       f"{shape}, got {tuple(t.shape)}")
+        if t.dtype == torch.bool or t.is_complex():
+            raise InvalidInstanceError(f"`{key}` must hold real numbers, got {t.dtype}")
+        if t.device != pos.device:
+            raise InvalidInstanceError(f"`{key}` is on {t.device} but `pos` is on "
+                                       f"{pos.device}")
+        out[key] = t
+    return out
+
+
+def _pairs(inst: RoutingInstances, n: int, device: torch.device) -> Tensor | None:
+    """``pickup_delivery_index`` (shared by all instances) after structural checks."""
+    if inst.pickup_delivery_index is None:
+        return None
+    pairs = _tensor(inst.pickup_delivery_index, "pickup_delivery_index")
+    if pairs.dtype == torch.bool or pairs.is_floating_point() or pairs.is_complex():
+        raise InvalidInstanceError(f"`pickup_delivery_index` must hold integer node ids, "
+                                   f"got {pairs.dtype}")
+    if pairs.device != device:
+        raise InvalidInstanceError(f"`pickup_delivery_index` is on {pairs.device} but "
+                                   f"`pos` is on {device}")
+    _validate_pairs(pairs, n, None, None)
+    return pairs
+
+
+def _finite(t: Tensor, key: str, b: int) -> _Check:
+    if t.dim() == 1:
+        return _Check(~torch.isfinite(t).view(b, 1), False,
+                      lambda g, v: f"`{key}` has a non-finite value ({t[g].item()})")
+    bad = ~torch.isfinite(t)
+    if t.dim() == 3:
+        bad = bad.any(-1)
+    return _Check(bad, True,
+                  lambda g, v: f"`{key}` has a non-finite value ({t[g, v].tolist()})")
+
+
+def _value_checks(prob: Problem, pos: Tensor, f: dict[str, Tensor],
+                  pairs: Tensor | None) -> list[_Check]:
+    """Every rule as a mask, in the order the errors are reported within an instance
+    (non-finite values first, so later comparisons never see NaN)."""
+    b = pos.size(0)
+    checks = [_finite(pos, "pos", b)] + [_finite(t, k, b) for k, t in f.items()]
+    demand, cap = f.get("demand"), f.get("capacity")
+    if demand is not None:
+        depot = torch.zeros_like(demand, dtype=torch.bool)
+        depot[:, 0] = demand[:, 0] != 0
+        checks.append(_Check(depot, True, lambda g, v: f"the depot must have demand 0, got "
+                                                       f"{demand[g, 0].item()}"))
+        if not prob.has_pairs:
+            checks.append(_Check(demand < 0, True,
+                                 lambda g, v: f"negative demand {demand[g, v].item()}"))
+    if cap is not None:
+        checks.append(_Check((cap <= 0).view(b, 1), False,
+                             lambda g, v: f"capacity must be positive, got {cap[g].item()}"))
+    if cap is not None and demand is not None:
+        checks.append(_Check(demand.abs() > cap.view(b, 1), True, lambda g, v: (
+            f"demand {demand[g, v].item()} exceeds the vehicle capacity {cap[g].item()}: "
+            f"no solution can serve this customer")))
+    if "time_window" in f:
+        tw = f["time_window"]
+        checks.append(_Check(tw[..., 0] > tw[..., 1], True, lambda g, v: (
+            f"time window opens at {tw[g, v, 0].item()} after it closes at "
+            f"{tw[g, v, 1].item()}")))
+    for key, what in (("service_time", "service time"), ("prize", "prize")):
+        if key in f:
+            t = f[key]
+            checks.append(_Check(t < 0, True, lambda g, v, t=t, what=what:
+                                 f"negative {what} {t[g, v].item()}"))
+    if pairs is not None and demand is not None:
+        checks.append(_pair_demand_check(demand, pairs))
+    return checks
+
+
+def _pair_demand_check(demand: Tensor, pairs: Tensor) -> _Check:
+    """A delivery must carry minus its pickup's demand (flagged at the delivery)."""
+    bad = torch.zeros_like(demand, dtype=torch.bool)
+    bad[:, pairs[1]] = demand[:, pairs[0]] + demand[:, pairs[1]] != 0
+
+    def describe(g: int, v: int | None) -> str:
+        p = int(pairs[0, int(torch.nonzero(pairs[1] == v)[0])])
+        return (f"a delivery must carry minus its pickup's demand (pickup {p}: "
+                f"{demand[g, p].item()}, delivery: {demand[g, v].item()})")
+    return _Check(bad, True, describe)
+
+
+def check_instances(inst: RoutingInstances) -> None:
+    """Raise :class:`InvalidInstanceError` for anything malformed or trivially
+    infeasible in ``inst``, naming the first offending instance (and node); see
+    :meth:`RoutingInstances.check`. Reads only: nothing is modified."""
+    prob = Problem.parse(inst.problem)
+    pos = _tensor(inst.pos, "pos")
+    if pos.dim() != 3 or pos.size(-1) != 2:
+        raise InvalidInstanceError(f"`pos` must have shape [B, N, 2], got {tuple(pos.shape)}")
+    b, n = pos.shape[:2]
+    if b == 0:
+        raise InvalidInstanceError(f"no instances: `pos` has shape {tuple(pos.shape)}; a "
+                                   f"batch needs at least one instance")
+    if n < 2:
+        raise InvalidInstanceError(f"an instance needs a depot and at least one customer, "
+                                   f"got {n} node(s)")
+    if not pos.is_floating_point():
+        raise InvalidInstanceError(f"`pos` must be a floating-point tensor, got {pos.dtype}")
+    fields = _fields(inst, prob, pos)
+    checks = _value_checks(prob, pos, fields, _pairs(inst, n, pos.device))
+    failed = torch.stack([c.mask.any(1) for c in checks])          # [checks, B]
+    bad = failed.any(0)
+    if not bool(bad.any()):
+        return
+    g = int(torch.nonzero(bad)[0])
+    check = checks[int(torch.nonzero(failed[:, g])[0])]
+    v = int(torch.nonzero(check.mask[g])[0]) if check.per_node else None
+    raise InvalidInstanceError(f"{where(g, node=v)}{check.describe(g, v)}")

@@ -1,0 +1,35 @@
+"""The 8 symmetries of the square about the depot: distance-preserving copies of an
+instance, shared by every environment's augmentation.
+
+The 4 rotations by 90 degrees and the 4 reflections, applied to the coordinates
+relative to the depot, preserve all distances, so the same routes have the same
+cost in every copy, while a learned policy sees 8 different inputs.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+#: ``(a, b, c, d)``: ``(dx, dy) -> (a dx + b dy, c dx + d dy)``; identity first.
+SYMMETRIES = (
+    (1, 0, 0, 1), (0, -1, 1, 0), (-1, 0, 0, -1), (0, 1, -1, 0),    # rotations
+    (1, 0, 0, -1), (-1, 0, 0, 1), (0, 1, 1, 0), (0, -1, -1, 0),    # reflections
+)
+
+
+def check_augment(num: int) -> None:
+    """Refuse an augmentation count outside ``1 .. 8``, naming it."""
+    if isinstance(num, bool) or not isinstance(num, int) or not 1 <= num <= len(SYMMETRIES):
+        raise ValueError(f"augment must be an integer in 1..{len(SYMMETRIES)}, got {num!r}")
+
+
+def augment_positions(pos: Tensor, num: int = 8) -> Tensor:
+    """The first ``num`` symmetries of ``pos [B, M, 2]`` about node 0 (the depot),
+    stacked copy-major: ``[num * B, M, 2]`` (row ``c * B + b`` = copy ``c`` of ``b``)."""
+    check_augment(num)
+    depot = pos[:, :1]
+    d = pos - depot
+    mats = torch.tensor(SYMMETRIES[:num], dtype=pos.dtype, device=pos.device).view(num, 1, 1, 2, 2)
+    out = (mats @ d.unsqueeze(-1).unsqueeze(0)).squeeze(-1) + depot.unsqueeze(0)
+    return out.reshape(num * pos.size(0), *pos.shape[1:])

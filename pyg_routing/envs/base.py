@@ -1,0 +1,225 @@
+"""The seam every improvement environment follows.
+
+An improvement environment holds ``B`` solutions as one dense, batched state and
+changes them by actions a policy picks. The search (:func:`pyg_routing.envs.improve`)
+and the trainers (:mod:`pyg_routing.training`) only talk to this interface:
+
+* :meth:`ImprovementEnv.reset`: initial solutions of a batch of instances;
+* :meth:`ImprovementEnv.step`: apply ``[B, ...]`` actions, get the reward (the
+  improvement of the best-so-far cost);
+* :meth:`ImprovementEnv.action_mask`, :meth:`ImprovementEnv.random_action`;
+* :meth:`ImprovementEnv.observe`: the dense :class:`Observation` an encoder reads;
+* :meth:`ImprovementEnv.to_routes`: the (best) solutions as routes in original ids.
+
+Augmentation, acceptance (keep a move or undo it) and picking the best of several
+symmetric copies are written once here, over the dataclass fields of a
+:class:`BatchedState`; an environment only says how a solution is costed at given
+coordinates (:meth:`ImprovementEnv.solution_cost`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar, TypeVar
+
+import torch
+from torch import Tensor
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.problems import Problem
+from pyg_routing.envs.augment import augment_positions
+from pyg_routing.errors import RoutingError
+
+S = TypeVar("S", bound="BatchedState")
+
+
+class UnsupportedProblemError(RoutingError, NotImplementedError):
+    """An environment (or a backbone) was given a problem it does not support."""
+
+
+@dataclass
+class BatchedState:
+    """Base of the environments' states: a dataclass whose tensor fields all have the
+    batch as dim 0, with ``pos [B, M, 2]``, ``cost [B]`` and ``best_cost [B]``.
+
+    ``BEST_FIELDS`` names the fields that describe the best-so-far solution
+    (``best_cost`` and the best solution itself), each ``best_X`` the best-so-far
+    twin of the field ``X``: a rejected move keeps the new values of these (a search
+    remembers every solution it saw) and reverts the rest.
+    """
+
+    BEST_FIELDS: ClassVar[tuple[str, ...]] = ("best_cost",)
+
+    def __len__(self) -> int:
+        return self.pos.size(0)
+
+    @property
+    def device(self) -> torch.device:
+        return self.pos.device
+
+    def tensors(self) -> dict[str, Tensor]:
+        """Every tensor field by name (all batch-first)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if isinstance(getattr(self, f.name), Tensor)}
+
+    def to(self: S, device: torch.device | str) -> S:
+        return replace(self, **{k: v.to(device) for k, v in self.tensors().items()})
+
+    def __getitem__(self: S, index: int | slice | Tensor) -> S:
+        """Sub-batch (an ``int`` keeps a batch dimension of 1)."""
+        if isinstance(index, int):
+            index = slice(index, index + 1 if index != -1 else None)
+        return replace(self, **{k: v[index] for k, v in self.tensors().items()})
+
+    def clone(self: S) -> S:
+        return replace(self, **{k: v.clone() for k, v in self.tensors().items()})
+
+
+@dataclass
+class Observation:
+    """One dense observation of ``B`` states with ``M`` nodes each: what an encoder
+    (:meth:`pyg_routing.models.GPSEncoder.forward_dense`) and a policy read.
+
+    Attributes:
+        x: ``[B, M, F]`` node features, in the encoder's dtype.
+        edge_index: ``[2, B * M]`` route arcs of the current solutions over the
+            flattened ``B * M`` nodes (one successor per node).
+        succ: ``[B, M]`` long successor of every node within its instance (the
+            same arcs; the directed encoder gathers along them).
+        pe: ``[B, M, W]`` node encoding of node kinds, ``None`` for the others.
+        route_pos: ``[B, M]`` long within-route positions (depots 0).
+        route_id: ``[B, M]`` long route ids (unique over the batch; -1 at depots).
+        mask: the action mask (True = allowed); its shape is the environment's.
+        extra: ``[B, E]`` graph features for the critic (e.g. cost, best cost).
+    """
+
+    x: Tensor
+    edge_index: Tensor
+    succ: Tensor
+    pe: Tensor | None
+    route_pos: Tensor
+    route_id: Tensor
+    mask: Tensor
+    extra: Tensor
+
+    def to(self, device: torch.device | str) -> Observation:
+        return Observation(*(None if t is None else t.to(device) for t in
+                             (self.x, self.edge_index, self.succ, self.pe, self.route_pos,
+                              self.route_id, self.mask, self.extra)))
+
+
+class ImprovementEnv(ABC):
+    """The protocol of an improvement environment (see the module docstring).
+
+    Attributes:
+        name: short name (``"two_opt"``).
+        problems: the problems it supports.
+        inits: the initial-solution rules :meth:`reset` accepts.
+    """
+
+    name: ClassVar[str]
+    problems: ClassVar[tuple[Problem, ...]]
+    inits: ClassVar[tuple[str, ...]]
+
+    # ------------------------------------------------------------------ protocol
+    @abstractmethod
+    def reset(self, instances: RoutingInstances, init: str,
+              generator: torch.Generator | None = None) -> BatchedState:
+        """Initial solutions of ``B`` instances by the rule ``init``."""
+
+    @abstractmethod
+    def step(self, state: BatchedState, action: Tensor) -> tuple[BatchedState, Tensor]:
+        """Apply ``action``; returns a new state (``state`` is not modified) and the
+        reward ``[B]``: the improvement of the best-so-far cost."""
+
+    @abstractmethod
+    def action_mask(self, state: BatchedState) -> Tensor:
+        """Bool mask of the allowed actions, batch-first (True = allowed)."""
+
+    @abstractmethod
+    def random_action(self, state: BatchedState, mask: Tensor | None = None,
+                      generator: torch.Generator | None = None) -> Tensor:
+        """Uniformly random allowed actions (the random-policy baseline)."""
+
+    @abstractmethod
+    def observe(self, state: BatchedState, encoder: Any, mask: Tensor | None = None
+                ) -> Observation:
+        """The :class:`Observation` of ``state`` for a policy built on ``encoder``
+        (whose node encoding is computed here, every step)."""
+
+    @abstractmethod
+    def to_routes(self, state: BatchedState, best: bool = True) -> list[list[list[int]]]:
+        """Routes per instance in original node ids (depot omitted, empty routes
+        dropped), of the best-so-far (``best``) or the current solutions."""
+
+    @abstractmethod
+    def solution_cost(self, state: BatchedState, pos: Tensor, best: bool) -> Tensor:
+        """``[B]`` cost of the current (or best) solutions at the coordinates ``pos``
+        (the state's node layout): lets augmented copies be costed anywhere."""
+
+    # ------------------------------------------------------------------ shared
+    def check_problem(self, problem: Problem) -> None:
+        """Raise :class:`UnsupportedProblemError` naming the supported problems."""
+        if problem not in self.problems:
+            raise UnsupportedProblemError(
+                f"the {self.name} environment supports "
+                f"{', '.join(p.value for p in self.problems)}, not {problem.value!r}")
+
+    def policy_observation(self, state: BatchedState, encoder: Any) -> Observation:
+        """:meth:`observe` with a no-op allowed where no action is (a policy must
+        always be able to act): the first entry of an all-False mask row."""
+        mask = self.action_mask(state)
+        stuck = ~mask.flatten(1).any(1)
+        if bool(stuck.any()):
+            mask.flatten(1)[stuck, 0] = True
+        return self.observe(state, encoder, mask)
+
+    def augment(self, state: S, num: int) -> S:
+        """``num`` copies of ``state`` (copy-major, ``[num * B, ...]``) under the
+        symmetries of :func:`~pyg_routing.envs.augment.augment_positions`, with the
+        same solutions, costed in the new coordinates."""
+        rep = {k: v.repeat(num, *[1] * (v.dim() - 1)) for k, v in state.tensors().items()}
+        rep["pos"] = augment_positions(state.pos, num)
+        copies = replace(state, **rep)
+        return replace(copies, cost=self.solution_cost(copies, copies.pos, best=False),
+                       best_cost=self.solution_cost(copies, copies.pos, best=True))
+
+    def best_of_copies(self, state: S, base: S, num: int) -> tuple[S, Tensor, Tensor]:
+        """Of ``num`` copy-major copies of ``base`` (:meth:`augment`), the best
+        solution of each instance, costed in ``base``'s coordinates.
+
+        Returns:
+            ``base`` with the winning best-so-far solutions, their costs ``[B]`` and
+            the winning copy ``[B]`` of each instance.
+        """
+        b = len(base)
+        costs = self.solution_cost(state, base.pos.repeat(num, 1, 1), best=True).view(num, b)
+        best_cost, best_copy = costs.min(0)
+        won = {}
+        for name in state.BEST_FIELDS:
+            value = getattr(state, name).view(num, b, *getattr(state, name).shape[1:])
+            index = best_copy.view(1, b, *[1] * (value.dim() - 2)).expand(1, *value.shape[1:])
+            won[name] = value.gather(0, index)[0]
+        won["best_cost"] = best_cost
+        return replace(base, **won), best_cost, best_copy
+
+    def restart_best(self, state: S) -> S:
+        """``state`` with its current solutions as the best-so-far ones (every
+        ``best_X`` of ``BEST_FIELDS`` takes a copy of ``X``)."""
+        return replace(state, **{name: getattr(state, name[len("best_"):]).clone()
+                                 for name in state.BEST_FIELDS})
+
+    def accept(self, old: S, new: S, accepted: Tensor) -> S:
+        """Per instance, ``new`` where ``accepted [B]`` is True, else ``old``; the
+        best-so-far fields (``BEST_FIELDS``) and the step count come from ``new``."""
+        merged = {}
+        for name, value in new.tensors().items():
+            if name in new.BEST_FIELDS:
+                continue
+            keep = accepted.view(-1, *[1] * (value.dim() - 1))
+            merged[name] = torch.where(keep, value, getattr(old, name))
+        return replace(new, **merged)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

@@ -1,0 +1,67 @@
+"""``TwoOptEnv``: the DACT-style 2-opt environment behind the environment seam."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.problems import Problem
+from pyg_routing.envs.base import ImprovementEnv, Observation
+from pyg_routing.envs.two_opt import moves
+from pyg_routing.envs.two_opt.observation import observe
+from pyg_routing.envs.two_opt.state import TwoOptState, cycle_cost
+
+
+class TwoOptEnv(ImprovementEnv):
+    """2-opt moves on one giant cycle with depot copies (DACT; see
+    :mod:`pyg_routing.envs.two_opt.moves`) for TSP, CVRP and VRPTW.
+
+    Actions are ``[B, 2]`` node pairs ``(i, j)``; the mask is ``[B, M, M]``.
+
+    Args:
+        num_depots: ``K`` depot copies (default: enough for the initial routes
+            plus ``extra_depots`` above the capacity bound).
+        extra_depots: spare route slots (CVRP, VRPTW).
+    """
+
+    name: ClassVar[str] = "two_opt"
+    problems: ClassVar[tuple[Problem, ...]] = (Problem.TSP, Problem.CVRP, Problem.VRPTW)
+    inits: ClassVar[tuple[str, ...]] = moves.INITS
+
+    def __init__(self, num_depots: int | None = None, extra_depots: int = 2) -> None:
+        self.num_depots = num_depots
+        self.extra_depots = extra_depots
+
+    def reset(self, instances: RoutingInstances, init: str = "sweep",
+              generator: torch.Generator | None = None) -> TwoOptState:
+        return moves.reset(instances, init=init, num_depots=self.num_depots,
+                           extra_depots=self.extra_depots, generator=generator)
+
+    def step(self, state: TwoOptState, action: Tensor) -> tuple[TwoOptState, Tensor]:
+        return moves.step(state, action)
+
+    def action_mask(self, state: TwoOptState) -> Tensor:
+        return moves.action_mask(state)
+
+    def random_action(self, state: TwoOptState, mask: Tensor | None = None,
+                      generator: torch.Generator | None = None) -> Tensor:
+        return moves.random_action(state, mask, generator)
+
+    def observe(self, state: TwoOptState, encoder: Any, mask: Tensor | None = None
+                ) -> Observation:
+        return observe(state, encoder, mask)
+
+    def to_routes(self, state: TwoOptState, best: bool = True) -> list[list[list[int]]]:
+        return moves.to_routes(state, best)
+
+    def solution_cost(self, state: TwoOptState, pos: Tensor, best: bool) -> Tensor:
+        return cycle_cost(pos, state.best_order if best else state.order)
+
+    def __repr__(self) -> str:
+        args = [] if self.num_depots is None else [f"num_depots={self.num_depots}"]
+        if self.extra_depots != 2:
+            args.append(f"extra_depots={self.extra_depots}")
+        return f"{type(self).__name__}({', '.join(args)})"

@@ -1,0 +1,395 @@
+"""DACT-style 2-opt improvement environment for TSP, CVRP and VRPTW.
+
+Formulation (Ma et al., DACT, NeurIPS 2021): a CVRP solution is ONE giant cycle
+through the customers and ``K`` depot copies ("dummy depots"); each copy opens a
+route, consecutive copies are an empty route. A 2-opt move ``(i, j)`` on the cycle
+replaces the arcs ``i -> succ[i]`` and ``j -> succ[j]`` by ``i -> j`` and
+``succ[i] -> succ[j]``, reversing the path ``succ[i] .. j``; it is an intra-route
+2-opt when no depot copy lies on that path, otherwise an inter-route 2-opt*
+exchange of route tails (see :func:`action_mask` for the capacity test).
+
+Everything per step is a fixed number of ``[B, M]`` (``[B, M, M]`` for the mask)
+tensor ops: no Python loop over nodes or instances. ``M = K + N - 1``.
+
+VRPTW: the capacity mask plus an exact segment-based time-window mask
+(:func:`pyg_routing.envs.two_opt.time_windows.two_opt_time_window_mask`: max-plus segment
+summaries of prefixes, suffixes and, by a sparse table, of every reversed segment),
+``O(M^2 log M)`` per instance with no size limit. The brute force it replaces (every
+move applied, arrival times scanned; ``O(M^3 log M)``, only for
+``M <= TW_MAX_NODES``) is kept as ``_time_window_mask_brute_force``, the reference of
+the tests.
+
+Choice of ``K`` (same for the whole batch): at least the number of routes of the
+initial solutions (with the constructive tours: the number of depot slots of the
+padded giant tours) and at least ``ceil(max_b total_demand_b / capacity_b) +
+extra_depots``, so a search can always open new routes. TSP: ``K = 1``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import torch
+from torch import Tensor
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.problems import Problem
+from pyg_routing.data.route_quantities import RouteQuantities
+from pyg_routing.data.route_quantities import route_quantities as _route_quantities
+from pyg_routing.envs.two_opt.state import (
+    TwoOptState,
+    cycle_cost,
+    rank_from_order,
+    succ_from_order,
+    time_window_feasible,
+)
+from pyg_routing.envs.two_opt.time_windows import two_opt_time_window_mask
+from pyg_routing.functional.route_pe import ipexpe
+
+INITS = ("sweep", "nearest_neighbor", "random")
+_CAP_TOL = 1e-9   # relative, as in RoutingData.check(): load > cap * (1 + 1e-9) fails
+
+
+# ------------------------------------------------------------------------ reset
+def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | None = None,
+          extra_depots: int = 2, generator: torch.Generator | None = None) -> TwoOptState:
+    """Initial state from ``B`` instances of ``N`` nodes (node 0 = depot).
+
+    Args:
+        instances: TSP or CVRP instances.
+        init: ``"sweep"`` (CVRP only; TSP and VRPTW use nearest neighbour),
+            ``"nearest_neighbor"`` or ``"random"`` (random customer order, cut
+            greedily by capacity).
+        num_depots: ``K``; default see the module docstring.
+        extra_depots: spare route slots above the capacity lower bound (CVRP).
+        generator: RNG of ``init="random"``.
+
+    Raises:
+        NotImplementedError: problems other than TSP, CVRP and VRPTW.
+        ValueError: unknown ``init``, ``init="random"`` for VRPTW, or
+            ``num_depots`` below the initial routes.
+    """
+    from pyg_routing.data.solvers.constructive import nearest_neighbor, sweep
+
+    prob = instances.problem
+    if prob not in (Problem.TSP, Problem.CVRP, Problem.VRPTW):
+        raise NotImplementedError(
+            f"the 2-opt environment supports tsp, cvrp and vrptw, not {prob.value!r}")
+    if init not in INITS:
+        raise ValueError(f"unknown init {init!r}; choose from {INITS}")
+    if init == "random" and prob is Problem.VRPTW:
+        raise ValueError("init='random' would violate time windows; use 'nearest_neighbor'")
+    b, n = instances.pos.shape[:2]
+    dev = instances.device
+    if prob is Problem.TSP:
+        demand = instances.pos.new_zeros(b, n)
+        cap = torch.full((b,), math.inf, dtype=instances.pos.dtype, device=dev)
+    else:
+        demand, cap = instances.demand.to(instances.pos.dtype), instances.capacity.reshape(b)
+        cap = cap.to(instances.pos.dtype)
+    if init == "random":
+        order, routes = _random_order(demand, cap, generator)
+    else:
+        # sweep is CVRP-only; TSP and VRPTW start from nearest neighbour instead.
+        tours = sweep(instances) if init == "sweep" and prob is Problem.CVRP \
+            else nearest_neighbor(instances)
+        order, routes = _order_from_tours(tours, n)
+    if prob is Problem.TSP:
+        k = 1
+    else:
+        bound = int(torch.ceil((demand.double().sum(1) / cap.double()).max()).item())
+        k = max(routes, bound + extra_depots) if num_depots is None else num_depots
+    if k < routes:
+        raise ValueError(f"num_depots={k} is below the {routes} route slots of the "
+                         f"initial solutions")
+    # Relabel: depot slots r -> copy r, customers c -> c + K - 1; unused copies
+    # are appended as empty routes (depot -> depot arcs cost 0).
+    order = torch.where(order < routes, order, order + k - routes)
+    extra = torch.arange(routes, k, device=dev).expand(b, k - routes)
+    order = torch.cat([order, extra], 1)
+    pos = torch.cat([instances.pos[:, :1].expand(b, k, 2), instances.pos[:, 1:]], 1)
+    dem = torch.cat([demand.new_zeros(b, k), demand[:, 1:]], 1)
+    cost = cycle_cost(pos, order)
+    tw = st = None
+    if prob is Problem.VRPTW:
+        tw = torch.cat([instances.time_window[:, :1].expand(b, k, 2),
+                        instances.time_window[:, 1:]], 1)
+        st = torch.cat([instances.service_time[:, :1].expand(b, k),
+                        instances.service_time[:, 1:]], 1)
+    return TwoOptState(prob, k, pos, dem, cap, order, succ_from_order(order),
+                       rank_from_order(order), cost, cost.clone(), order.clone(),
+                       torch.full((b, 2), -1, dtype=torch.long, device=dev),
+                       time_window=tw, service_time=st)
+
+
+def _order_from_tours(tours: Tensor, n: int) -> tuple[Tensor, int]:
+    """Giant tours ``[B, L]`` (0 separates routes, ends with 0) to cycles with depot
+    slots labelled ``0 .. R-1`` and customers kept as ``1 .. N-1``; returns ``R``."""
+    if not bool((tours[:, -1] == 0).all() & (tours[:, 0] == 0).all()):
+        raise ValueError("giant tours must start and end with the depot 0")
+    seq = tours[:, :-1]           # the closing 0 is the opening 0 again on a cycle
+    is_dep = seq == 0
+    if not bool(((~is_dep).sum(1) == n - 1).all()):
+        raise ValueError("every customer must be visited exactly once")
+    slots = int(is_dep[0].sum())  # same for every row: L - 1 - (N - 1)
+    order = torch.where(is_dep, torch.cumsum(is_dep.long(), 1) - 1, seq + slots - 1)
+    return order, slots
+
+
+def _random_order(demand: Tensor, cap: Tensor, generator: torch.Generator | None
+                  ) -> tuple[Tensor, int]:
+    """Random customer order cut greedily by capacity; labels as in _order_from_tours."""
+    b, n = demand.shape
+    c = n - 1
+    perm = torch.argsort(torch.rand(b, c, generator=generator).to(demand.device), 1) + 1
+    d = demand.double().gather(1, perm)
+    load = torch.zeros(b, dtype=torch.float64, device=demand.device)
+    cuts = []
+    for k in range(c):     # sequential by nature; vectorized over the batch
+        total = load + d[:, k]
+        cut = total > cap.double() * (1 + _CAP_TOL)
+        cuts.append(cut & (k > 0))
+        load = torch.where(cut, d[:, k], total)
+    cum = torch.cumsum(torch.stack(cuts, 1).long(), 1)                  # [B, c]
+    routes = int(cum[:, -1].max()) + 1
+    k_idx = torch.arange(c, device=demand.device)
+    cust_at = 1 + k_idx + cum                                           # cycle position
+    order = torch.zeros(b, c + routes, dtype=torch.long, device=demand.device)
+    order.scatter_(1, cust_at, perm + routes - 1)
+    # Depot slot r (r >= 1) right before the customer that opens route r; rows
+    # with fewer routes put their spare slots at the end.
+    cut_mask = torch.stack(cuts, 1)
+    dep_pos = torch.where(cut_mask, cust_at - 1, 0)
+    order.scatter_(1, dep_pos, torch.where(cut_mask, cum, 0))
+    used = cum[:, -1] + 1
+    spare = torch.arange(routes, device=demand.device).expand(b, routes)
+    spare_pos = c + spare                                               # tail positions
+    keep = spare >= used.unsqueeze(1)
+    order.scatter_(1, torch.where(keep, spare_pos, 0), torch.where(keep, spare, 0))
+    return order, routes
+
+
+# ------------------------------------------------------------------------ moves
+def apply_two_opt(order: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
+    """Reverse ``order[b, lo[b]+1 .. hi[b]]`` for every row: ``[B, M]``.
+
+    With ``lo < hi`` the reversed segment never contains position 0, so the cycle
+    keeps starting at depot copy 0. One gather, no loop over instances.
+    """
+    t = torch.arange(order.size(1), device=order.device)
+    lo, hi = lo.unsqueeze(1), hi.unsqueeze(1)
+    inside = (t > lo) & (t <= hi)
+    return order.gather(1, torch.where(inside, lo + 1 + hi - t, t))
+
+
+def step(state: TwoOptState, action: Tensor) -> tuple[TwoOptState, Tensor]:
+    """Apply the 2-opt moves ``action [B, 2]`` (node ids ``(i, j)``, unordered).
+
+    The move replaces ``i -> succ[i]``, ``j -> succ[j]`` by ``i -> j``,
+    ``succ[i] -> succ[j]`` for the ``i`` earlier on the cycle (both orientations
+    give the same undirected solution). Validity is not checked: sample from
+    :func:`action_mask`.
+
+    Returns:
+        The new state (a new object; ``state`` is not modified) and the reward
+        ``[B] = max(best_cost - new_cost, 0)``, the improvement of the best-so-far.
+    """
+    m = state.num_nodes
+    r = state.rank.gather(1, action)
+    lo, hi = r.min(1).values, r.max(1).values
+    order = apply_two_opt(state.order, lo, hi)
+    cost = cycle_cost(state.pos, order)
+    reward = (state.best_cost - cost).clamp(min=0)
+    better = cost < state.best_cost
+    # Undo of (i, j) is (i, old succ[i]): it restores both removed arcs.
+    undo = torch.stack([state.order.gather(1, lo.unsqueeze(1)).squeeze(1),
+                        state.order.gather(1, ((lo + 1) % m).unsqueeze(1)).squeeze(1)], 1)
+    new = replace(state, order=order, succ=succ_from_order(order),
+                  rank=rank_from_order(order), cost=cost,
+                  best_cost=torch.where(better, cost, state.best_cost),
+                  best_order=torch.where(better.unsqueeze(1), order, state.best_order),
+                  last_action=undo, steps=state.steps + 1)
+    return new, reward
+
+
+# ------------------------------------------------------------------------ loads
+def route_loads(state: TwoOptState) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-node route loads along the cycle, node-indexed, float64 ``[B, M]`` each.
+
+    Returns:
+        ``(route, upto, after)``: route slot of the node (``cumsum`` of depot copies
+        along the cycle, minus 1; a depot copy belongs to the route it opens), load
+        from the route start up to and including the node, and load of the rest of
+        its route after the node.
+    """
+    order, k = state.order, state.num_depots
+    dem = state.demand.double().gather(1, order)
+    is_dep = order < k
+    ridx = torch.cumsum(is_dep.long(), 1) - 1
+    csum = torch.cumsum(dem, 1)
+    t = torch.arange(order.size(1), device=order.device)
+    start = torch.cummax(torch.where(is_dep, t, 0), 1).values
+    upto = csum - csum.gather(1, start)          # depot copies have demand 0
+    total = dem.new_zeros(order.size(0), k).scatter_add_(1, ridx, dem)
+    after = total.gather(1, ridx) - upto
+    rank = state.rank
+    return ridx.gather(1, rank), upto.gather(1, rank), after.gather(1, rank)
+
+
+def action_mask(state: TwoOptState) -> Tensor:
+    """``[B, M, M]`` bool, True where the move ``(i, j)`` is allowed.
+
+    Forbidden: ``i == j``, ``j == succ[i]``, ``i == succ[j]`` (no-op moves), the
+    immediate undo ``last_action`` (both orders) and, for CVRP, capacity
+    violations. With ``p(i) < p(j)``, if no depot copy lies on ``succ[i] .. j``
+    (same route slot) the move reverses part of one route: loads unchanged.
+    Otherwise the two routes through the new arcs carry
+
+    * ``upto(i) + upto(j)``: start of ``i``'s route to ``i``, then ``j`` back to the
+      start of ``j``'s route (reversed);
+    * ``after(i) + after(j)``: the rest of ``i``'s route (reversed) followed by the
+      rest of ``j``'s route,
+
+    and every route strictly between is merely reversed. Both sums are symmetric
+    in ``i, j``, so the mask needs no positions. Depot copies as ``i`` or ``j``
+    have ``upto = 0`` (they open their route), which makes the formula cover them.
+    """
+    b, m = state.order.shape
+    dev = state.device
+    if state.problem in (Problem.CVRP, Problem.VRPTW):
+        ridx, upto, after = route_loads(state)
+        cap = state.capacity.double().unsqueeze(1) * (1 + _CAP_TOL)
+        # ``upto_j <= cap - upto_i`` instead of ``upto_i + upto_j <= cap``: the
+        # subtraction is [B, M] instead of [B, M, M] (the mask dominates the step).
+        ok = (((cap - upto).unsqueeze(2) >= upto.unsqueeze(1))
+              & ((cap - after).unsqueeze(2) >= after.unsqueeze(1)))
+        ok |= ridx.unsqueeze(2) == ridx.unsqueeze(1)
+        if state.problem is Problem.VRPTW:
+            ok &= two_opt_time_window_mask(state)
+    else:
+        ok = torch.ones(b, m, m, dtype=torch.bool, device=dev)
+    # No-op moves and the undo are O(B * M) entries: write them into the flat mask.
+    base = (torch.arange(b, device=dev) * m * m).unsqueeze(1)
+    node = torch.arange(m, device=dev).expand(b, m)
+    succ = state.succ
+    flat = [base + node * (m + 1), base + node * m + succ, base + succ * m + node]
+    la = state.last_action
+    has = (la[:, 0] >= 0).unsqueeze(1)
+    a, s = la[:, :1].clamp(min=0), la[:, 1:].clamp(min=0)
+    # Rows without a last action write the (already forbidden) diagonal (0, 0).
+    flat += [base + torch.where(has, a * m + s, 0), base + torch.where(has, s * m + a, 0)]
+    ok = ok.reshape(-1).index_fill_(0, torch.cat(flat, 1).reshape(-1), False)
+    return ok.view(b, m, m)
+
+
+TW_MAX_NODES = 64   # limit of the brute-force reference only (O(B M^3 log M));
+                    # action_mask uses the segment-based mask, no size limit
+
+
+def _time_window_mask_brute_force(state: TwoOptState, chunk: int = 1 << 22) -> Tensor:
+    """``[B, M, M]`` time-window feasibility of every move, by brute force: apply all
+    ``M^2`` moves (one gather) and scan the arrival times of every result. Exact,
+    but ``O(M^3 log M)`` per instance, so limited to ``M <= TW_MAX_NODES``;
+    instances are processed in chunks of about ``chunk`` cycle positions."""
+    b, m = state.order.shape
+    if m > TW_MAX_NODES:
+        raise NotImplementedError(
+            f"the VRPTW 2-opt mask is a brute-force check of all moves, limited to "
+            f"{TW_MAX_NODES} nodes incl. dummy depots (got {m}); use the segment-based "
+            f"pyg_routing.envs.two_opt.time_windows.two_opt_time_window_mask")
+    dev = state.device
+    lo = torch.arange(m, device=dev).view(m, 1).expand(m, m)
+    hi = lo.t()
+    lo, hi = torch.minimum(lo, hi).reshape(-1), torch.maximum(lo, hi).reshape(-1)
+    per = max(1, chunk // (m ** 3))
+    out = []
+    for start in range(0, b, per):       # loop over chunks of instances, not instances
+        sl = slice(start, start + per)
+        order = state.order[sl]
+        bb = order.size(0)
+        # Moves by positions (lo, hi); rank maps the node pairs (i, j) onto them.
+        moved = apply_two_opt(order.repeat_interleave(m * m, 0), lo.repeat(bb), hi.repeat(bb))
+        ok = time_window_feasible(state.pos[sl], state.time_window[sl],
+                                  state.service_time[sl], moved.view(bb, m * m, m),
+                                  state.num_depots).view(bb, m, m)
+        rank = state.rank[sl]
+        out.append(ok.gather(1, rank.unsqueeze(2).expand(bb, m, m))
+                   .gather(2, rank.unsqueeze(1).expand(bb, m, m)))
+    return torch.cat(out, 0)
+
+
+def random_action(state: TwoOptState, mask: Tensor | None = None,
+                  generator: torch.Generator | None = None) -> Tensor:
+    """``[B, 2]`` uniformly random allowed moves (``(0, 0)`` where none is)."""
+    mask = action_mask(state) if mask is None else mask
+    b, m, _ = mask.shape
+    noise = torch.rand(b, m * m, generator=generator).to(mask.device)
+    flat = torch.where(mask.view(b, -1), noise, -1.0).argmax(1)
+    flat = torch.where(mask.view(b, -1).any(1), flat, 0)
+    return torch.stack([flat // m, flat % m], 1)
+
+
+# ------------------------------------------------------------------- features
+def node_features(state: TwoOptState) -> Tensor:
+    """DACT-style node features ``[B, M, 6]``: ``x, y, demand / C, upto / C,
+    after / C, is_depot`` (load columns are the route-load features of DACT's
+    CVRP; all demand/load columns are 0 for TSP). VRPTW appends ``e, l, s``
+    divided by the depot's closing time: ``[B, M, 9]``."""
+    dep = state.depot_mask.to(state.pos.dtype).unsqueeze(-1)
+    if state.problem is Problem.TSP:
+        zeros = state.pos.new_zeros(*state.order.shape, 3)
+        return torch.cat([state.pos, zeros, dep], -1)
+    _, upto, after = route_loads(state)
+    cap = state.capacity.double().unsqueeze(1)
+    loads = torch.stack([state.demand.double() / cap, upto / cap, after / cap], -1)
+    feat = [state.pos, loads.to(state.pos.dtype), dep]
+    if state.problem is Problem.VRPTW:
+        # Window start, end and service time, scaled by the depot's closing time.
+        horizon = state.time_window[:, :1, 1:].clamp(min=1e-9)
+        feat += [state.time_window / horizon, (state.service_time.unsqueeze(-1) / horizon)]
+    return torch.cat(feat, -1)
+
+
+def route_quantities(state: TwoOptState) -> RouteQuantities:
+    """Route quantities of the current solutions, flat ``[B * M]`` (node ``b * M + v``).
+
+    The arcs are listed in cycle order (``order`` starts at depot copy 0), which is
+    route order, so :func:`pyg_routing.data.route_quantities.route_quantities` takes
+    its segment-cumsum path with no pointer jumping. Route ids follow the cycle;
+    empty routes are skipped. ``depot_angle`` is measured from copy 0.
+    """
+    b, m = state.order.shape
+    off = (torch.arange(b, device=state.device) * m).unsqueeze(1)
+    edge_index = torch.stack([(state.order + off).reshape(-1),
+                              (state.order.roll(-1, dims=1) + off).reshape(-1)])
+    batch = torch.arange(b, device=state.device).repeat_interleave(m)
+    return _route_quantities(state.pos.reshape(b * m, 2), edge_index,
+                             state.depot_mask.reshape(-1), batch, b)
+
+
+def positional_encoding(state: TwoOptState, dim: int = 64, num_bands: int = 4,
+                        rq: RouteQuantities | None = None) -> Tensor:
+    """IPE+XPE of the current solutions, ``[B, M, dim + 2 * num_bands]``."""
+    rq = route_quantities(state) if rq is None else rq
+    b, m = state.order.shape
+    pe = ipexpe(rq.cum_dist, rq.route_length, rq.depot_angle, dim, num_bands,
+                route_pos=rq.route_pos, depot_mask=state.depot_mask.reshape(-1))
+    return pe.view(b, m, -1)
+
+
+# ------------------------------------------------------------------- solutions
+def to_routes(state: TwoOptState, best: bool = True) -> list[list[list[int]]]:
+    """Routes per instance in ORIGINAL node ids (customers ``1 .. N-1``, depot
+    omitted, empty routes dropped), for ``RoutingData.from_routes``."""
+    k = state.num_depots
+    out: list[list[list[int]]] = []
+    for row in (state.best_order if best else state.order).tolist():
+        routes: list[list[int]] = []
+        for v in row:
+            if v < k:
+                routes.append([])
+            else:
+                routes[-1].append(v - k + 1)
+        out.append([r for r in routes if r])
+    return out

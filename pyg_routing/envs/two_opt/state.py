@@ -1,0 +1,152 @@
+"""Dense, batched state of the DACT-style 2-opt environment (see :mod:`.moves`).
+
+Node layout (``M = K + N - 1`` nodes per instance):
+
+* ``0 .. K-1``: depot copies ("dummy depots", DACT), all at the depot position;
+  each one opens one route, possibly empty (``depot -> depot``). TSP: ``K = 1``.
+* ``K .. M-1``: the customers; state node ``m`` is original node ``m - K + 1``.
+
+The solution is ONE giant cycle through all ``M`` nodes, stored twice:
+
+* ``order [B, M]``: the cycle as a sequence, always starting with depot copy 0
+  (a 2-opt move never needs to move position 0, see :func:`.moves.apply_two_opt`);
+* ``succ [B, M]`` / ``rank [B, M]``: successor and position of every node, derived
+  from ``order`` by one scatter each.
+
+Keeping ``order`` makes a 2-opt move one gather (a segment reversal by index
+arithmetic) and the per-step route quantities segment cumsums, with no pointer
+jumping and no Python loop over instances or nodes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import Tensor
+
+from pyg_routing.data.problems import Problem
+from pyg_routing.envs.base import BatchedState
+
+
+@dataclass
+class TwoOptState(BatchedState):
+    """Batch of ``B`` solutions on ``M = K + N - 1`` nodes (see the module docstring).
+
+    Attributes:
+        problem: the routing problem (TSP or CVRP).
+        num_depots: ``K``, the number of depot copies (same for the whole batch).
+        pos: ``[B, M, 2]`` coordinates (depot copies at the depot).
+        demand: ``[B, M]`` float demands, 0 at the depot copies (zeros for TSP).
+        capacity: ``[B]`` float capacity (``inf`` for TSP).
+        order: ``[B, M]`` long, the giant cycle, ``order[:, 0] == 0``.
+        succ: ``[B, M]`` long, ``succ[b, order[b, t]] = order[b, t + 1 mod M]``.
+        rank: ``[B, M]`` long, position of every node in ``order``.
+        cost: ``[B]`` total length of the current solution.
+        best_cost: ``[B]`` best cost seen so far.
+        best_order: ``[B, M]`` the cycle of the best solution.
+        last_action: ``[B, 2]`` long, the move that would undo the last step
+            (``-1`` before the first step); masked in :func:`.moves.action_mask`.
+        steps: number of steps taken.
+        time_window: ``[B, M, 2]`` (VRPTW; depot copies carry the depot's window).
+        service_time: ``[B, M]`` (VRPTW; 0 at the depot copies).
+    """
+
+    problem: Problem
+    num_depots: int
+    pos: Tensor
+    demand: Tensor
+    capacity: Tensor
+    order: Tensor
+    succ: Tensor
+    rank: Tensor
+    cost: Tensor
+    best_cost: Tensor
+    best_order: Tensor
+    last_action: Tensor
+    steps: int = 0
+    time_window: Tensor | None = None
+    service_time: Tensor | None = None
+
+    BEST_FIELDS: ClassVar[tuple[str, ...]] = ("best_cost", "best_order")
+
+    @property
+    def num_nodes(self) -> int:
+        """``M``: depot copies plus customers."""
+        return self.pos.size(1)
+
+    @property
+    def depot_mask(self) -> Tensor:
+        """``[B, M]`` bool, True at the depot copies."""
+        m = self.num_nodes
+        return (torch.arange(m, device=self.device) < self.num_depots).expand(len(self), m)
+
+    @property
+    def best_succ(self) -> Tensor:
+        """``[B, M]`` successor array of the best solution."""
+        return succ_from_order(self.best_order)
+
+
+def succ_from_order(order: Tensor) -> Tensor:
+    """``[B, M]`` successor array of the cycles ``order [B, M]``."""
+    return torch.empty_like(order).scatter_(1, order, order.roll(-1, dims=1))
+
+
+def rank_from_order(order: Tensor) -> Tensor:
+    """``[B, M]`` position of every node in ``order [B, M]`` (the inverse permutation)."""
+    ar = torch.arange(order.size(1), device=order.device).expand_as(order)
+    return torch.empty_like(order).scatter_(1, order, ar)
+
+
+def cycle_cost(pos: Tensor, order: Tensor) -> Tensor:
+    """``[B]`` length of the closed cycles ``order [B, M]`` through ``pos [B, M, 2]``.
+
+    Depot copies share one position, so ``depot -> depot`` arcs cost 0 and this is
+    the CVRP cost of the routes. Summed in float64 for accuracy, returned in
+    ``pos.dtype``.
+    """
+    xy = torch.gather(pos, 1, order.unsqueeze(-1).expand(-1, -1, 2))
+    step = xy.roll(-1, dims=1) - xy
+    return torch.hypot(step[..., 0], step[..., 1]).double().sum(1).to(pos.dtype)
+
+
+def time_window_feasible(pos: Tensor, time_window: Tensor, service_time: Tensor,
+                         orders: Tensor, num_depots: int) -> Tensor:
+    """Whether the cycles ``orders [B, S, M]`` (``S`` candidates per instance, each
+    starting at depot copy 0) respect the time windows: ``[B, S]`` bool.
+
+    Service starts at ``S_v = max(e_v, S_p + s_p + tau(p, v))`` (waiting allowed);
+    a depot copy resets the clock to the depot's opening (its map is constant).
+    The maps ``t -> max(t + c, a)`` compose associatively, so the recurrence is an
+    inclusive Hillis-Steele scan: ``O(log M)`` tensor rounds, no loop over nodes.
+    Feasible iff every arrival (into customers and back into depot copies,
+    including the closing arc) is at most the window's end, with the tolerance of
+    :meth:`RoutingData.check`.
+
+    Args:
+        pos: ``[B, M, 2]``; time_window: ``[B, M, 2]``; service_time: ``[B, M]``.
+    """
+    b, s, m = orders.shape
+    closed = torch.cat([orders, orders[..., :1]], -1).reshape(b, s * (m + 1))
+    xy = torch.gather(pos, 1, closed.unsqueeze(-1).expand(-1, -1, 2)).view(b, s, m + 1, 2)
+    tw = torch.gather(time_window.double(), 1, closed.unsqueeze(-1).expand(-1, -1, 2))
+    tw = tw.view(b, s, m + 1, 2)
+    st = torch.gather(service_time.double(), 1, closed).view(b, s, m + 1)
+    step = xy[:, :, 1:] - xy[:, :, :-1]
+    tau = torch.hypot(step[..., 0], step[..., 1]).double()             # arc into t + 1
+    is_dep = (closed < num_depots).view(b, s, m + 1)
+    # Map of position t: t -> max(x + c, a); depot copies: constant e_0.
+    c = torch.cat([torch.full_like(tau[..., :1], -math.inf), st[..., :-1] + tau], -1)
+    c = torch.where(is_dep, -math.inf, c)
+    a = tw[..., 0]
+    shift = 1
+    while shift < m + 1:
+        a_prev = torch.nn.functional.pad(a[..., :-shift], (shift, 0), value=-math.inf)
+        c_prev = torch.nn.functional.pad(c[..., :-shift], (shift, 0), value=0.0)
+        a, c = torch.maximum(a, a_prev + c), c_prev + c
+        shift *= 2
+    arrival = a[..., :-1] + st[..., :-1] + tau                          # into t + 1
+    tol = 1e-6 * time_window.double().abs().amax(dim=(1, 2)).clamp(min=1.0).view(b, 1, 1)
+    return (arrival <= tw[..., 1:, 1] + tol).all(-1)

@@ -1,0 +1,84 @@
+"""The backbone registry: what ``--backbone`` offers in ``train``, ``evaluate`` and
+``compare``, and how a checkpoint finds its backbone again.
+
+A backbone is a :class:`~pyg_routing.training.base.ImprovementLightning` subclass:
+its configuration (``config_class``), environment (``make_env``) and policy
+(``build_policy``). Register a new one with :func:`register`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pyg_routing.data.files import read_torch
+from pyg_routing.data.problems import Problem
+from pyg_routing.models import ImprovementPolicy
+from pyg_routing.training.base import ImprovementLightning
+from pyg_routing.training.dact import DACTLightning
+
+_BACKBONES: dict[str, type[ImprovementLightning]] = {}
+
+
+def register(lightning: type[ImprovementLightning]) -> type[ImprovementLightning]:
+    """Add a backbone under its configuration's ``backbone`` name."""
+    _BACKBONES[lightning.config_class.backbone] = lightning
+    return lightning
+
+
+register(DACTLightning)
+
+
+def available() -> dict[str, str]:
+    """Registered backbone names, each with the problems it supports."""
+    return {name: ", ".join(p.value for p in cls.make_env().problems)
+            for name, cls in _BACKBONES.items()}
+
+
+def get(name: str) -> type[ImprovementLightning]:
+    """The ``LightningModule`` class of a backbone; ``ValueError`` lists the names."""
+    if name not in _BACKBONES:
+        raise ValueError(f"unknown backbone {name!r}; choose from {', '.join(_BACKBONES)}")
+    return _BACKBONES[name]
+
+
+def read_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
+    """A checkpoint of a ``pyg-routing train`` run (refused, naming the file, when it
+    is not one)."""
+    ckpt = read_torch(path, "checkpoint", map_location=map_location)
+    hp = ckpt.get("hyper_parameters") if isinstance(ckpt, dict) else None
+    if not hp or "backbone" not in hp or "state_dict" not in ckpt:
+        raise ValueError(f"{path} is not a pyg_routing training checkpoint (no backbone "
+                         f"hyper-parameter or weights)")
+    get(hp["backbone"])
+    return ckpt
+
+
+def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = None,
+                expect_pe: str | None = None, expect_backbone: str | None = None,
+                map_location: Any = "cpu", compiled: bool | None = None
+                ) -> ImprovementPolicy:
+    """The trained policy of a checkpoint (eval mode). ``compiled`` overrides
+    whether a DACT decoder uses ``torch.compile`` (default: as trained).
+
+    Raises:
+        ValueError: the file is not a training checkpoint, or it was trained with
+            another backbone, on another problem or with another encoding than
+            expected.
+    """
+    ckpt = read_checkpoint(ckpt_path, map_location)
+    hp = ckpt["hyper_parameters"]
+    wants = {"backbone": expect_backbone, "pe": expect_pe,
+             "problem": None if expect_problem is None else Problem.parse(expect_problem).value}
+    for key, want in wants.items():
+        if want is not None and hp.get(key) != want:
+            raise ValueError(f"checkpoint {ckpt_path} was trained with {key} "
+                             f"{hp.get(key)!r}, but {want!r} was expected")
+    model = get(hp["backbone"])(**hp)
+    model.load_state_dict(ckpt["state_dict"])
+    model.to(map_location if isinstance(map_location, str | torch.device) else "cpu")
+    if compiled is not None and hasattr(model.policy, "decoder"):
+        model.policy.decoder.compiled = compiled
+    return model.policy.eval()

@@ -1,0 +1,126 @@
+"""What every backbone's ``LightningModule`` shares (the trainer seam).
+
+:class:`ImprovementLightning` holds an environment and a policy built from one
+configuration object (:mod:`.config`), and owns everything that is not the
+learning rule:
+
+* seeding: all randomness of a training batch comes from generators seeded by
+  ``(seed, epoch, batch_idx, rank)`` (:meth:`batch_seed`, :meth:`seeded`); no
+  generator state survives a batch, so a checkpoint needs only what Lightning
+  stores (weights, optimizer and scheduler) and a resume is exact;
+* the per-epoch learning-rate decay, caught up at the start of an epoch;
+* validation by search (:func:`pyg_routing.envs.improve`, greedy), logged as
+  ``val/cost``;
+* the architecture check when Lightning resumes a checkpoint.
+
+A learning rule subclasses it and writes ``training_step`` and
+``configure_optimizers`` (n-step PPO: :mod:`.ppo`); a backbone names its
+configuration, environment and policy (DACT: :mod:`.dact`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import lightning as L
+import torch
+from torch import Tensor
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.envs import ImprovementEnv, improve
+from pyg_routing.models import ImprovementPolicy
+from pyg_routing.training.config import TrainConfig
+
+_MOD = 2**62
+
+
+class ImprovementLightning(L.LightningModule):
+    """Environment + policy + the shared training plumbing (see the module docstring).
+
+    Subclasses set ``config_class`` and implement :meth:`make_env` and
+    :meth:`build_policy`. Keyword arguments are the fields of ``config_class``
+    (all of them are saved as hyper-parameters, with ``backbone``).
+    """
+
+    config_class: ClassVar[type[TrainConfig]] = TrainConfig
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        backbone = options.pop("backbone", self.config_class.backbone)
+        if backbone != self.config_class.backbone:
+            raise ValueError(f"{type(self).__name__} trains the "
+                             f"{self.config_class.backbone!r} backbone, not {backbone!r}")
+        self.config = self.config_class(**options)
+        self.save_hyperparameters({**self.config.to_dict(),
+                                   "backbone": self.config_class.backbone})
+        self.env = self.make_env()
+        self.policy = self.build_policy()
+
+    # ------------------------------------------------------------------ backbone
+    @classmethod
+    def make_env(cls) -> ImprovementEnv:
+        """The backbone's environment."""
+        raise NotImplementedError
+
+    def build_policy(self) -> ImprovementPolicy:
+        """The backbone's policy for ``self.config`` (draws the initial weights)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ seeds
+    def batch_seed(self, batch_idx: int, epoch: int | None = None) -> int:
+        """Seed of all randomness of training batch ``(epoch, batch_idx)`` on this rank."""
+        epoch = self.current_epoch if epoch is None else epoch
+        s = self.config.seed
+        for v in (epoch, batch_idx, self.global_rank):
+            s = (s * 1_000_003 + int(v) + 1) % _MOD
+        return s
+
+    @contextlib.contextmanager
+    def seeded(self, seed: int) -> Iterator[tuple[torch.Generator, torch.Generator]]:
+        """(CPU generator, device generator) seeded by ``seed``; the global RNG is
+        forked and seeded too, and restored afterwards."""
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            cpu = torch.Generator().manual_seed(seed)
+            dev = cpu if self.device.type == "cpu" else \
+                torch.Generator(device=self.device).manual_seed(seed)
+            yield cpu, dev
+
+    # ------------------------------------------------------------------ resume
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Refuse, naming the options, a checkpoint of another backbone or
+        architecture when Lightning resumes into this model (before it loads the
+        weights, where it would fail on mismatched names or shapes)."""
+        stored = checkpoint.get("hyper_parameters") or {}
+        keys = ("backbone", *self.config.ARCHITECTURE)
+        diff = [f"{k}={stored[k]!r} (this run: {self.hparams[k]!r})"
+                for k in keys if k in stored and stored[k] != self.hparams[k]]
+        if diff:
+            path = getattr(self._trainer, "ckpt_path", None) or "the checkpoint"
+            raise ValueError(f"cannot resume {path}: it was trained with " + ", ".join(diff)
+                             + "; pass the same options to resume it")
+
+    # ------------------------------------------------------------------ schedule
+    def on_train_epoch_start(self) -> None:
+        # The decay is caught up to the epoch at its START, not stepped at the end:
+        # an end-of-epoch checkpoint (ModelCheckpoint saves before the module's
+        # on_train_epoch_end) would otherwise resume with an undecayed rate.
+        sch = self.lr_schedulers()
+        if sch is not None:
+            while sch.last_epoch < self.current_epoch:
+                sch.step()
+
+    # ------------------------------------------------------------------ validation
+    def validation_step(self, batch: RoutingInstances, batch_idx: int) -> Tensor:
+        """Greedy search for ``val_steps`` steps; logs ``val/cost`` (mean best cost)."""
+        gen = torch.Generator().manual_seed(self.config.seed + batch_idx)
+        res = improve(batch, self.policy, steps=self.config.val_steps,
+                      init=self.hparams.init, greedy=True, generator=gen, env=self.env)
+        cost = res.best_cost.float().mean()
+        self.log("val/cost", cost, prog_bar=True, batch_size=len(batch), sync_dist=True)
+        self.log("val/init_cost", res.initial_cost.float().mean(), batch_size=len(batch),
+                 sync_dist=True)
+        return cost

@@ -1,0 +1,187 @@
+"""Hyper-parameters as dataclasses: one object per backbone feeds the CLI and the
+LightningModule.
+
+A field's metadata says how the command line spells it (``flag``), explains it
+(``help``) and bounds it (``low``: the smallest value allowed, ``positive``: > 0);
+:func:`add_config_options` declares every field on an argparse parser and
+:meth:`TrainConfig.from_options` reads them back, so an option, its default and its
+check are written once. A value out of range is refused when the object is built,
+naming the option as the command line spells it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+from pyg_routing import encodings
+from pyg_routing.data.problems import Problem
+from pyg_routing.functional.route_pe import FREQUENCIES
+from pyg_routing.models.gps_encoder import LOCAL_MPS, check_local_mp, check_pe_init
+from pyg_routing.transforms.ipe import IPE_DIRECTIONS
+
+
+def option(default: Any, help: str, *, flag: str | None = None, low: float | None = None,
+           positive: bool = False, choices: tuple[str, ...] | None = None,
+           cli: bool = True) -> Any:
+    """A config field with its command-line spelling, help and bounds."""
+    return field(default=default, metadata={"help": help, "flag": flag, "low": low,
+                                            "positive": positive, "choices": choices,
+                                            "cli": cli})
+
+
+def flag_of(f: Any) -> str:
+    """``--batch-size`` for the field ``batch_size`` (or the field's own ``flag``)."""
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+@dataclass
+class TrainConfig:
+    """What every backbone's training shares: the problem, the encoder and the
+    encoding, the data per batch, validation and the seed."""
+
+    #: the backbone this configuration belongs to (set by subclasses)
+    backbone: ClassVar[str] = ""
+
+    problem: str = option("cvrp", "routing problem", cli=False)
+    num_customers: int = option(20, "customers per instance", low=1, cli=False)
+    pe: str = option("ipexpe", "positional encoding", cli=False)
+    dim: int = option(64, "model width", low=1)
+    heads: int = option(4, "attention heads (must divide --dim)", low=1)
+    num_layers: int = option(3, "encoder layers", flag="--layers", low=1)
+    pe_dim: int = option(32, "width of node encodings", low=1)
+    num_bands: int = option(4, "XPE frequency bands", low=1)
+    batch_size: int = option(512, "instances per training batch", low=1)
+    val_steps: int = option(200, "greedy search steps per validation instance", low=0)
+    init: str | None = option(None, "initial solutions of training and validation "
+                                    "(default: the backbone's)", cli=False)
+    seed: int = option(0, "training seed: initial weights, batches and sampled moves",
+                       cli=False)
+    pe_init: str | float = option(
+        "zero", "first-layer weights on the node code: zero (every encoding starts as the "
+                "No-PE model of the same seed), default (PyTorch's init over the "
+                "concatenated fan-in) or a number s (the No-PE model plus a code block s "
+                "times PyTorch's draw)")
+    ipe_frequencies: str = option(
+        "harmonic", "IPE frequencies of ipe/ipexpe: harmonic (k + 1: exactly circular and "
+                    "reversal-invariant) or geometric (the paper's printed lambda^(-2k/D))",
+        choices=FREQUENCIES)
+    ipe_direction: str = option(
+        "auto", "IPE variant of ipe/ipexpe: auto (direction-aware for VRPTW/PDTSP, the "
+                "reversal-invariant cosine code for TSP/CVRP), aware or invariant (the "
+                "paper's direction ablation)", choices=IPE_DIRECTIONS)
+    local_mp: str = option(
+        "directed", "the encoder's message passing over the route graph: directed "
+                    "(separate GINs for predecessor and successor), undirected (one GIN "
+                    "over both arc directions) or none (the paper's plain Transformer)",
+        choices=LOCAL_MPS)
+    compiled: bool = option(False, "use torch.compile where no gradient flows", cli=False)
+
+    #: fields that shape the weights or what the first layer reads: a resumed run
+    #: must match its checkpoint in these
+    ARCHITECTURE: ClassVar[tuple[str, ...]] = (
+        "problem", "pe", "dim", "heads", "num_layers", "pe_dim", "num_bands", "local_mp",
+        "ipe_frequencies", "ipe_direction")
+
+    def __post_init__(self) -> None:
+        self.problem = Problem.parse(self.problem).value
+        self.pe = encodings.info(self.pe).name
+        self.pe_init = check_pe_init(self.pe_init)
+        self.local_mp = check_local_mp(self.local_mp)
+        for f in fields(self):
+            self._check_field(f, getattr(self, f.name))
+        if self.dim % self.heads:
+            raise ValueError(f"--heads {self.heads} must divide --dim {self.dim}")
+
+    def _check_field(self, f: Any, value: Any) -> None:
+        meta, flag = f.metadata, flag_of(f)
+        if value is None:
+            return
+        if meta.get("choices") and value not in meta["choices"]:
+            raise ValueError(f"{flag} must be one of {meta['choices']}, got {value!r}")
+        low, positive = meta.get("low"), meta.get("positive")
+        if low is None and not positive:
+            return
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value):
+            raise ValueError(f"{flag} must be a finite number, got {value!r}")
+        if f.type in ("int", int) and not float(value).is_integer():
+            raise ValueError(f"{flag} must be an integer, got {value!r}")
+        if low is not None and value < low:
+            raise ValueError(f"{flag} must be >= {low:g}, got {value!r}")
+        if positive and not value > 0:
+            raise ValueError(f"{flag} must be > 0, got {value!r}")
+
+    @classmethod
+    def from_options(cls, options: argparse.Namespace | dict[str, Any],
+                     **given: Any) -> TrainConfig:
+        """The configuration from parsed options (fields not among them keep their
+        defaults) and explicit keyword values (which win)."""
+        opts = vars(options) if isinstance(options, argparse.Namespace) else dict(options)
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in {**opts, **given}.items() if k in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def add_config_options(p: argparse.ArgumentParser, configs: list[type[TrainConfig]],
+                       defaults: dict[str, Any] | None = None) -> None:
+    """Declare the command-line fields of ``configs`` (the registered backbones'
+    configurations) on ``p``. An option not given stays unset, so each backbone's
+    own default applies (listed in the help); ``defaults`` replaces those for every
+    backbone (a command's own scale, e.g. ``compare``'s CPU-sized batches)."""
+    defaults = defaults or {}
+    seen: dict[str, Any] = {}
+    for cfg in configs:
+        for f in fields(cfg):
+            if f.metadata.get("cli") and f.name not in seen:
+                seen[f.name] = f
+    for name, f in seen.items():
+        own = {cfg.backbone: _default_of(g) for cfg in configs for g in fields(cfg)
+               if g.name == name}
+        shown = defaults[name] if name in defaults else \
+            ", ".join(f"{b}: {v}" for b, v in own.items())
+        kind = _option_type(f)
+        kwargs: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS,
+                                  "help": f"{f.metadata['help']} (default {shown})"}
+        if f.metadata.get("choices"):
+            kwargs["choices"] = f.metadata["choices"]
+        if kind is not None:
+            kwargs["type"] = kind
+        p.add_argument(flag_of(f), **kwargs)
+    if defaults:
+        p.set_defaults(**{k: v for k, v in defaults.items() if k in seen})
+
+
+def _default_of(f: Any) -> Any:
+    return f.default if f.default is not MISSING else f.default_factory()
+
+
+def _option_type(f: Any) -> Any:
+    if f.metadata.get("choices"):
+        return None
+    if f.name == "pe_init":
+        return _pe_init_option
+    if f.type in ("int", int):
+        return int
+    if f.type in ("float", float, "float | None"):
+        return _optional_float if "None" in str(f.type) else float
+    return None
+
+
+def _optional_float(value: str) -> float | None:
+    """A float, or ``none``/``off`` for ``None`` (e.g. no gradient clipping)."""
+    if value.lower() in ("none", "off"):
+        return None
+    return float(value)
+
+
+def _pe_init_option(value: str) -> str | float:
+    """``--pe-init`` parsed by :func:`check_pe_init`, refused as an argparse error."""
+    try:
+        return check_pe_init(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

@@ -1,0 +1,62 @@
+"""What several test modules share: random solutions and the one tiny training setup."""
+
+from __future__ import annotations
+
+import random
+
+from torch_geometric.data import Batch
+
+from pyg_routing.data import CVRPGenerator, RoutingData
+
+#: The tiny DACT configuration of every training test (Python keyword arguments of
+#: ``DACTLightning`` / the data module); :func:`tiny_argv` gives the same as CLI options.
+TINY = dict(num_customers=8, dim=16, heads=2, num_layers=1, pe_dim=8, num_bands=2,
+            batch_size=4, t_train=4, n_step=2, val_steps=3, warm_up=1.0, seed=0)
+#: The tiny data module: batches per epoch and validation instances.
+TINY_DATA = dict(batches_per_epoch=2, val_size=4)
+
+_FLAGS = {"num_layers": "--layers"}
+
+
+def tiny_argv(**overrides) -> list[str]:
+    """:data:`TINY` and :data:`TINY_DATA` as ``pyg-routing train``/``compare`` options
+    (CPU, no progress bar, JSON output); ``overrides`` replace or add options."""
+    opts = {**TINY, **TINY_DATA, **overrides}
+    argv: list[str] = []
+    for key, value in opts.items():
+        argv += [_FLAGS.get(key, "--" + key.replace("_", "-")), str(value)]
+    return [*argv, "--accelerator", "cpu", "--no-progress", "--json"]
+
+
+def random_routes(num_customers: int, rng: random.Random, max_routes: int = 6,
+                  keep: float = 1.0) -> list[list[int]]:
+    """A random partition of (a subset of) the customers into non-empty routes."""
+    nodes = [v for v in range(1, num_customers + 1) if rng.random() < keep] or [1]
+    rng.shuffle(nodes)
+    k = rng.randint(1, min(max_routes, len(nodes)))
+    cuts = sorted(rng.sample(range(1, len(nodes)), k - 1)) if k > 1 else []
+    bounds = [0, *cuts, len(nodes)]
+    return [nodes[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def random_pcvrp_solutions(count: int, n: int, seed: int = 0,
+                           keep: float = 0.7) -> list[RoutingData]:
+    """``count`` PCVRP solutions of growing size (``n``, ``n + 1``, ...) that visit a
+    random subset (about ``keep``) of the customers."""
+    from pyg_routing.data import PCVRPGenerator
+
+    rng = random.Random(seed)
+    out = []
+    for g in range(count):
+        inst = PCVRPGenerator(n + g, seed=seed + g).sample(1)[0]
+        out.append(RoutingData.from_routes(inst, random_routes(n + g, rng, keep=keep)))
+    return out
+
+
+
+
+def fixed_route_batch(num: int = 3, n: int = 12) -> Batch:
+    """``num`` CVRP-``n`` instances, each with the same four routes (``n >= 12``)."""
+    inst = CVRPGenerator(n, seed=0).sample(num)
+    routes = [[1, 2, 3, 4], [5, 6, 7], [8], [9, 10, 11, 12]]
+    return Batch.from_data_list([RoutingData.from_routes(inst[i], routes) for i in range(num)])

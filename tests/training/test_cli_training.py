@@ -1,0 +1,241 @@
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from pyg_routing.cli import main
+from tests.helpers import tiny_argv
+
+TINY = tiny_argv(epochs=1)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--out", str(out), *TINY]) == 0
+    found = sorted(Path(out).rglob("last.ckpt"))
+    assert found
+    return str(found[0])
+
+
+@pytest.mark.slow
+def test_train_writes_a_checkpoint_and_finite_metrics(checkpoint):
+    assert Path(checkpoint).exists()
+    metrics = Path(checkpoint).parents[1] / "logs"
+    assert list(metrics.rglob("metrics.csv"))
+
+
+@pytest.mark.slow
+def test_evaluate_a_checkpoint_and_the_random_baseline(checkpoint, tmp_path, capsys):
+    common = ["--problem", "cvrp", "--num-customers", "8", "--instances", "3", "--steps", "6",
+              "--augment", "2", "--json"]
+    code, out, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--reference", "pyvrp",
+                         "--time-limit", "0.1", "--root", str(tmp_path), *common)
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["cost"] <= res["initial_cost"] + 1e-9
+    assert res["gap_percent"] > -1e-6       # PyVRP is at least as good on CVRP-8
+    code, out, _ = run(capsys, "evaluate", "--policy", "random", "--reference", "none",
+                       "--init", "random", *common)
+    res = json.loads(out)
+    assert code == 0 and res["init"] == "random"
+    assert res["cost"] <= res["initial_cost"] + 1e-9
+
+
+@pytest.mark.slow
+def test_mismatched_checkpoints_and_bad_options_are_clear_errors(checkpoint, capsys):
+    code, _, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--problem", "tsp",
+                       "--num-customers", "8", "--reference", "none")
+    assert code == 2 and "trained with problem 'cvrp'" in err
+    code, _, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--num-customers", "20",
+                       "--reference", "none")
+    assert code == 2 and "trained on cvrp-8" in err and "--any-size" in err
+    code, _, err = run(capsys, "train", "--devices", "999", *TINY)
+    assert code == 2 and "more than the" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--pe", "fourier"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'fourier'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_train_command_runs_plain_ddp_on_two_cpu_processes(tmp_path):
+    """`--devices 2 --strategy ddp`: Lightning re-launches the same command as rank 1."""
+    import os
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "pyg_routing.cli", "train", "--problem", "tsp", "--pe", "ipe",
+            "--devices", "2", "--strategy", "ddp", "--out", str(tmp_path), *TINY]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tmp_path)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-3000:]
+    assert "GLOBAL_RANK: 1, MEMBER: 2/2" in log
+    assert list(tmp_path.rglob("last.ckpt"))
+
+
+@pytest.mark.slow
+def test_pe_init_reaches_the_checkpoint(tmp_path):
+    """--pe-init default is recorded and reloads with the trained weights."""
+    from pyg_routing.training import load_policy
+
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--pe-init", "default",
+                 "--out", str(tmp_path / "default"), *TINY]) == 0
+    (ckpt,) = Path(tmp_path / "default").rglob("last.ckpt")
+    policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipe")
+    assert policy.encoder.pe_init == "default" and "pe_init='default'" in repr(policy.encoder)
+    torch.testing.assert_close(dict(policy.state_dict()),
+                               {k[len("policy."):]: v for k, v in _weights(ckpt).items()})
+    with pytest.raises(SystemExit):
+        main(["train", "--pe-init", "xavier", *TINY])
+
+
+def test_pe_init_option_takes_a_number_and_refuses_a_bad_one_by_name(capsys):
+    from pyg_routing.cli import build_parser
+    from pyg_routing.training import DACTConfig
+
+    for command in ("train", "compare"):
+        args = build_parser().parse_args([command, "--pe-init", "0.25"])
+        assert args.pe_init == 0.25 and DACTConfig.from_options(args, pe="none").pe_init == 0.25
+        assert DACTConfig.from_options(build_parser().parse_args([command]),
+                                       pe="none").pe_init == "zero"
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([command, "--pe-init", "-1"])
+        assert "unknown pe_init '-1'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path):
+    """--ipe-frequencies geometric reaches the policy's code, in the checkpoint and in
+    the search loop's observation; other encodings ignore it; a bad value is refused."""
+    from pyg_routing.data import CVRPGenerator
+    from pyg_routing.envs.two_opt import observe, reset, route_quantities
+    from pyg_routing.functional import ipe
+    from pyg_routing.training import DACTLightning, load_policy
+
+    argv = ["train", "--problem", "cvrp", "--pe", "ipexpe", "--ipe-frequencies", "geometric",
+            "--out", str(tmp_path / "geo"), *TINY]
+    assert main(argv) == 0
+    (ckpt,) = Path(tmp_path / "geo").rglob("last.ckpt")
+    policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipexpe")
+    assert policy.encoder.node_pe.ipe.frequencies == "geometric"
+    state = reset(CVRPGenerator(8, seed=3).sample(2), init="sweep")
+    rq = route_quantities(state)
+    code = observe(state, policy).pe                                 # [B, M, 8 + 8]
+    literal = ipe(rq.cum_dist, rq.route_length, 8, "invariant", "geometric",
+                  route_pos=rq.route_pos).view(2, -1, 8)
+    torch.testing.assert_close(code[..., :8], literal)
+    harmonic = ipe(rq.cum_dist, rq.route_length, 8, "invariant", "harmonic",
+                   route_pos=rq.route_pos).view(2, -1, 8)
+    assert not torch.allclose(code[..., :8], harmonic)
+    assert main(["train", "--problem", "cvrp", "--pe", "none", "--ipe-frequencies",
+                 "geometric", "--out", str(tmp_path / "none"), *TINY]) == 0
+    with pytest.raises(ValueError,
+                       match="--ipe-frequencies must be one of .*harmonic.*got 'linear'"):
+        DACTLightning(pe="ipe", ipe_frequencies="linear")
+    with pytest.raises(SystemExit):
+        main(["train", "--ipe-frequencies", "linear", *TINY])
+
+
+@pytest.mark.slow
+def test_ipe_direction_reaches_the_code_and_a_resume_must_keep_it(tmp_path, capsys):
+    """--ipe-direction aware gives CVRP (invariant under auto) the sin/cos code, in
+    the search loop's observation; resuming it with another direction or other
+    frequencies is refused by name; a bad value is refused."""
+    from pyg_routing.data import CVRPGenerator
+    from pyg_routing.envs.two_opt import observe, reset, route_quantities
+    from pyg_routing.functional import ipe
+    from pyg_routing.training import DACTLightning, load_policy
+
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--ipe-direction", "aware",
+                 "--out", str(tmp_path / "aware"), *TINY]) == 0
+    (ckpt,) = Path(tmp_path / "aware").rglob("last.ckpt")
+    policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipexpe")
+    assert policy.encoder.node_pe.ipe.direction == "aware"
+    state = reset(CVRPGenerator(8, seed=3).sample(2), init="sweep")
+    rq = route_quantities(state)
+    code = observe(state, policy).pe[..., :8]
+    for direction, same in (("aware", True), ("invariant", False)):
+        want = ipe(rq.cum_dist, rq.route_length, 8, direction, route_pos=rq.route_pos)
+        assert torch.allclose(code, want.view(2, -1, 8)) is same
+    for option, said in ((["--ipe-direction", "invariant"],
+                          "ipe_direction='aware' (this run: 'invariant')"),
+                         (["--ipe-direction", "aware", "--ipe-frequencies", "geometric"],
+                          "ipe_frequencies='harmonic' (this run: 'geometric')")):
+        code = main(["train", "--problem", "cvrp", "--pe", "ipexpe", *option, "--resume",
+                     str(ckpt), "--out", str(tmp_path / "r"), *TINY])
+        assert code == 2 and said in capsys.readouterr().err
+    with pytest.raises(ValueError,
+                       match="--ipe-direction must be one of .*auto.*aware.*got 'both'"):
+        DACTLightning(pe="ipe", ipe_direction="both")
+    with pytest.raises(SystemExit):
+        main(["train", "--ipe-direction", "both", *TINY])
+
+
+@pytest.mark.slow
+def test_train_a_plain_transformer_encoder_round_trips_through_the_checkpoint(tmp_path):
+    from pyg_routing.training import load_policy
+
+    assert main(["train", "--problem", "tsp", "--pe", "ipexpe", "--no-local-mp",
+                 "--out", str(tmp_path), *TINY]) == 0
+    (ckpt,) = Path(tmp_path).rglob("last.ckpt")
+    policy = load_policy(ckpt, expect_problem="tsp", expect_pe="ipexpe")
+    assert policy.encoder.local_mp == "none"
+    assert all(layer.local is None for layer in policy.encoder.layers)
+    assert not any(".local" in k for k in _weights(ckpt))
+
+
+@pytest.mark.slow
+def test_local_mp_reaches_the_checkpoint_and_a_resume_must_keep_it(tmp_path, capsys):
+    """--local-mp undirected round-trips; resuming into another local_mp is refused
+    by name."""
+    from pyg_routing.training import load_policy
+
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--local-mp", "undirected",
+                 "--out", str(tmp_path / "u"), *TINY]) == 0
+    (ckpt,) = Path(tmp_path / "u").rglob("last.ckpt")
+    policy = load_policy(ckpt)
+    assert policy.encoder.local_mp == "undirected"
+    assert "local_mp='undirected'" in repr(policy.encoder)
+    assert not any("local_rev" in k for k in _weights(ckpt))
+    code = main(["train", "--problem", "cvrp", "--pe", "ipe", "--resume", str(ckpt),
+                 "--out", str(tmp_path / "r"), *TINY])
+    err = capsys.readouterr().err
+    assert code == 2 and f"cannot resume {ckpt}" in err
+    assert "local_mp='undirected' (this run: 'directed')" in err
+    code = main(["train", "--problem", "cvrp", "--pe", "none", "--local-mp", "undirected",
+                 "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])
+    assert code == 2 and "pe='ipe' (this run: 'none')" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", "--local-mp", "both", *TINY])
+
+
+def _weights(ckpt: Path) -> dict:
+    return torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
+
+
+@pytest.mark.slow
+def test_train_resume_continues_like_an_uninterrupted_run(checkpoint, tmp_path):
+    """`train --epochs 2 --resume last.ckpt` (the 1-epoch run of the fixture) ends
+    with the weights of a straight 2-epoch run: same batches, same decayed lr."""
+    args = list(TINY)
+    args[args.index("--epochs") + 1] = "2"
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--out", str(straight),
+                 *args]) == 0
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--out", str(resumed),
+                 "--resume", checkpoint, *args]) == 0
+    a = _weights(next(straight.rglob("last.ckpt")))
+    b = _weights(next(resumed.rglob("last.ckpt")))
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key

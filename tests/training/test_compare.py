@@ -1,0 +1,167 @@
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from pyg_routing import encodings
+from pyg_routing.cli import main
+from pyg_routing.training.compare import parse_encodings, parse_seeds, render_markdown
+from tests.helpers import tiny_argv
+
+TINY = tiny_argv(instances=6, steps=8)
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    out = tmp_path_factory.mktemp("compare")
+    argv = ["compare", "--problem", "cvrp", "--pe", "spd,none,ipexpe", "--epochs", "50",
+            "--budget-minutes", "0.05", "--time-limit", "0.1", "--root", str(out / "data"),
+            "--out", str(out), *TINY]
+    assert main(argv) == 0
+    return out / "compare_dact_cvrp8"
+
+
+@pytest.mark.slow
+def test_compare_trains_every_encoding_under_one_budget_and_one_search(compared):
+    res = json.loads((compared / "result.json").read_text())
+    rows = res["rows"]
+    # the paper's order whatever --pe said: reference, random moves, No PE, ..., IPE + XPE
+    assert [r["encoding"] for r in rows] == ["reference", "random", "none", "spd", "ipexpe"]
+    ref = rows[0]["objective"]
+    searched = rows[1:]
+    # identical search: the same test instances and initial solutions for every row
+    assert len({round(r["initial_objective"], 9) for r in searched}) == 1
+    for r in searched:
+        assert r["objective"] <= r["initial_objective"] + 1e-9
+        assert r["gap_percent"] == pytest.approx(100 * (r["objective"] / ref - 1))
+        assert r["gap_percent"] > -1e-6             # PyVRP is optimal-ish on CVRP-8
+    for r in rows[2:]:
+        assert Path(r["checkpoint"]).exists()
+        # the 3-second budget stopped training long before 50 epochs
+        assert r["epochs"] < 50 and r["train_seconds"] < 60
+    assert set(res["curves"]) == {"NoPE", "SPD", "IPE + XPE"}
+    for points in res["curves"].values():
+        assert points[0]["seconds"] == 0.0 and len(points) >= 2
+        assert all(a["seconds"] < b["seconds"] for a, b in zip(points, points[1:]))
+
+
+@pytest.mark.slow
+def test_compare_writes_csv_markdown_and_plot(compared):
+    with open(compared / "table.csv") as f:
+        table = list(csv.DictReader(f))
+    assert [r["method"] for r in table] == ["PyVRP (HGS)", "Random moves", "NoPE", "SPD",
+                                            "IPE + XPE"]
+    md = (compared / "table.md").read_text()
+    assert "| Ours | IPE + XPE |" in md and "paper" not in md.split("\n")[2]
+    assert (compared / "gap_vs_time.png").stat().st_size > 1000
+    with open(compared / "curves.csv") as f:
+        assert {r["method"] for r in csv.DictReader(f)} == {"NoPE", "SPD", "IPE + XPE"}
+
+
+def test_parse_encodings_and_bad_options(capsys):
+    assert parse_encodings("all") == list(encodings.available())
+    assert len(parse_encodings("all")) == 14
+    assert parse_encodings("IPEXPE, none,ipexpe") == ["ipexpe", "none"]
+    code = main(["compare", "--pe", "ipexpe,fourier", *TINY])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown encoding 'fourier'" in err and "cycleformer" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "--pe", "none", "--budget-minutes", "0", *TINY])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1
+    assert "argument --budget-minutes: must be a finite number > 0, got '0'" in err
+
+
+def test_markdown_prints_the_paper_columns_for_a_paper_setting():
+    result = {"setting": "CVRP-100", "instances": 2, "steps": 3, "init": "random",
+              "augment": 1, "budget_minutes": None, "max_epochs": 1, "paper_setting": True,
+              "rows": [{"encoding": "ipexpe", "method": "IPE + XPE", "family": "Ours",
+                        "objective": 15.9, "gap_percent": 2.0, "train_seconds": 60.0,
+                        "epochs": 1, "paper_objective": 15.76, "paper_gap_percent": 1.16}]}
+    md = render_markdown(result)
+    assert "paper Obj." in md
+    assert "| Ours | IPE + XPE | 15.900 | 2.00% | 1.0 | 1 | 15.76 | 1.16% |" in md
+
+
+def test_markdown_caption_names_non_default_model_options():
+    base = {"setting": "CVRP-20", "instances": 2, "steps": 3, "init": "random", "augment": 1,
+            "budget_minutes": None, "max_epochs": 1, "rows": []}
+    assert "IPE frequencies" not in render_markdown(base)
+    assert "PE init" not in render_markdown({**base, "pe_init": "zero",
+                                             "ipe_frequencies": "harmonic"})
+    assert "message passing" not in render_markdown({**base, "local_mp": "directed"})
+    assert "checkpoints" not in render_markdown({**base, "select": "last"})
+    assert render_markdown({**base, "local_mp": "undirected"}).splitlines()[0].endswith(
+        "≤ 1 epochs, undirected route-graph message passing")
+    assert "direction" not in render_markdown({**base, "ipe_direction": "auto"})
+    caption = render_markdown({**base, "pe_init": "default", "ipe_frequencies": "geometric",
+                               "ipe_direction": "aware", "local_mp": "none"})
+    assert caption.splitlines()[0].endswith(
+        "≤ 1 epochs, PE init default, IPE frequencies geometric, IPE direction-aware, "
+        "plain Transformer (no route-graph message passing)")
+    scaled = render_markdown({**base, "pe_init": 0.25, "local_mp": "directed"})
+    assert scaled.splitlines()[0].endswith("≤ 1 epochs, PE init 0.25")
+
+
+def _compare_without_reference(tmp_path: Path, problem: str, *options: str
+                               ) -> tuple[Path, dict]:
+    """Run a tiny ``compare`` with no PyVRP reference and no random-move row; its
+    output folder and ``result.json``."""
+    argv = ["compare", "--problem", problem, *options, "--reference", "none", "--no-random",
+            "--root", str(tmp_path / "data"), "--out", str(tmp_path), *TINY]
+    assert main(argv) == 0
+    out = tmp_path / f"compare_dact_{problem}8"
+    return out, json.loads((out / "result.json").read_text())
+
+
+@pytest.mark.slow
+def test_compare_on_vrptw_starts_from_nearest_neighbour_solutions(tmp_path):
+    _, res = _compare_without_reference(tmp_path, "vrptw", "--pe", "xpe", "--epochs", "1")
+    assert res["init"] == "nearest_neighbor"
+    (row,) = res["rows"]
+    assert row["encoding"] == "xpe" and row["objective"] <= row["initial_objective"] + 1e-9
+
+
+@pytest.mark.slow
+def test_compare_over_several_seeds_reports_mean_and_spread(tmp_path):
+    out, res = _compare_without_reference(tmp_path, "tsp", "--pe", "none", "--epochs", "1",
+                                          "--seeds", "3,4")
+    (row,) = res["rows"]
+    runs = row["runs"]
+    assert [r["seed"] for r in runs] == [3, 4] and res["seeds"] == [3, 4]
+    objectives = torch.tensor([r["objective"] for r in runs], dtype=torch.float64)
+    assert row["objective"] == pytest.approx(float(objectives.mean()))
+    assert row["objective_std"] == pytest.approx(float(objectives.std()))
+    assert len({r["checkpoint"] for r in runs}) == 2
+    assert all(Path(r["checkpoint"]).exists() for r in runs)
+    assert {p["seed"] for p in res["curves"]["NoPE"]} == {3, 4}
+    assert " ± " in (out / "table.md").read_text()
+
+
+def test_parse_seeds():
+    assert parse_seeds(None, 7) == [7]
+    assert parse_seeds("0, 1,2", 7) == [0, 1, 2]
+    with pytest.raises(ValueError, match="distinct"):
+        parse_seeds("1,1", 0)
+    with pytest.raises(ValueError, match="integers"):
+        parse_seeds("a,b", 0)
+
+
+@pytest.mark.slow
+def test_select_best_tests_the_checkpoint_of_the_lowest_validation_cost(tmp_path):
+    """Training keeps checkpoints/best.ckpt (lowest val/cost over the epochs) beside
+    last.ckpt; ``--select best`` tests each run with it and says so in the caption."""
+    out, res = _compare_without_reference(tmp_path, "tsp", "--pe", "none", "--epochs", "3",
+                                          "--select", "best")
+    (row,) = res["rows"]
+    (run,) = row["runs"]
+    assert res["select"] == "best" and Path(run["checkpoint"]).name == "best.ckpt"
+    assert (out / "none" / "checkpoints" / "last.ckpt").exists()
+    with open(next((out / "none" / "logs").glob("version_*/metrics.csv"))) as f:
+        val = [float(r["val/cost"]) for r in csv.DictReader(f) if r["val/cost"]]
+    assert len(val) == 3 and run["best_val_cost"] == pytest.approx(min(val))
+    saved = torch.load(run["checkpoint"], map_location="cpu", weights_only=False)
+    assert saved["epoch"] == val.index(min(val))
+    assert "best-validation checkpoints" in (out / "table.md").read_text().splitlines()[0]

@@ -1,0 +1,112 @@
+"""One configuration object per backbone feeds the CLI and the LightningModule; the
+registry feeds --backbone; bad options are refused by the name the user typed."""
+
+import pytest
+import torch
+
+from pyg_routing.cli import build_parser, main
+from pyg_routing.training import DACTConfig, DACTLightning, backbones
+from tests.helpers import TINY
+
+
+def test_the_cli_options_are_the_config_fields_with_the_backbone_defaults():
+    args = build_parser().parse_args(["train", "--clip", "0.2", "--gamma", "0.9",
+                                      "--max-grad-norm", "none", "--warm-up", "0",
+                                      "--layers", "2", "--num-bands", "3"])
+    cfg = DACTConfig.from_options(args)
+    assert (cfg.clip, cfg.gamma, cfg.max_grad_norm, cfg.warm_up) == (0.2, 0.9, None, 0.0)
+    assert (cfg.num_layers, cfg.num_bands) == (2, 3)
+    default = DACTConfig.from_options(build_parser().parse_args(["train"]))
+    assert default == DACTConfig()                        # untouched options: DACT's
+    compare = DACTConfig.from_options(build_parser().parse_args(["compare"]), pe="none")
+    assert (compare.batch_size, compare.t_train, compare.val_steps) == (64, 40, 100)
+    assert compare.lr_actor == DACTConfig().lr_actor
+    help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
+    assert "--max-grad-norm" in help_text and "dact: 0.2" in help_text
+
+
+def test_the_module_saves_its_config_and_its_backbone():
+    torch.manual_seed(0)
+    model = DACTLightning(problem="tsp", pe="none", **{**TINY, "clip": 0.3})
+    assert model.config.clip == 0.3 and model.hparams.clip == 0.3
+    assert model.hparams.backbone == "dact" and model.hparams.init == "random"
+    assert DACTLightning(problem="vrptw", pe="none", **TINY).config.init == "nearest_neighbor"
+    with pytest.raises(ValueError, match="trains the 'dact' backbone, not 'n2s'"):
+        DACTLightning(backbone="n2s", **TINY)
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(batch_size=0), "--batch-size must be >= 1, got 0"),
+    (dict(heads=3, dim=16), "--heads 3 must divide --dim 16"),
+    (dict(t_train=5, n_step=2), "--t-train 5 must be a multiple of --n-step 2"),
+    (dict(clip=0.0), "--clip must be > 0, got 0.0"),
+    (dict(gamma=1.5), "--gamma must be <= 1"),
+    (dict(lr_actor=float("nan")), "--lr-actor must be a finite number"),
+    (dict(num_layers=1.5), "--layers must be an integer, got 1.5"),
+    (dict(local_mp="both"), "unknown local_mp 'both'"),
+    (dict(pe="fourier"), "unknown encoding 'fourier'"),
+    (dict(init="sweep2"), "unknown init 'sweep2'"),
+    (dict(problem="pdtsp"), "supports tsp, cvrp, vrptw, not 'pdtsp'"),
+])
+def test_bad_hyper_parameters_are_refused_by_option_name(options, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        DACTConfig(**options)
+
+
+def test_the_registry_feeds_the_backbone_option():
+    assert backbones.available() == {"dact": "tsp, cvrp, vrptw"}
+    assert backbones.get("dact") is DACTLightning
+    with pytest.raises(ValueError, match="unknown backbone 'n3s'; choose from dact"):
+        backbones.get("n3s")
+    for command in ("train", "evaluate", "compare"):
+        parser = build_parser()._subparsers._group_actions[0].choices[command]
+        action = next(a for a in parser._actions if a.dest == "backbone")
+        assert list(action.choices) == list(backbones.available())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--epochs", "0"], "argument --epochs: must be >= 1, got 0"),
+    (["train", "--batch-size", "x"], "argument --batch-size: invalid int value: 'x'"),
+    (["train", "--max-minutes", "-1"], "argument --max-minutes: must be a finite number > 0"),
+    (["evaluate", "--steps", "-5"], "argument --steps: must be >= 0, got -5"),
+    (["evaluate", "--instances", "0"], "argument --instances: must be >= 1, got 0"),
+    (["compare", "--time-limit", "0"], "argument --time-limit: must be a finite number > 0"),
+    (["generate", "--num-instances", "0"], "argument --num-instances: must be >= 1, got 0"),
+    (["train", "--backbone", "n3s"], "argument --backbone: invalid choice: 'n3s'"),
+])
+def test_cli_usage_errors_are_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--batch-size", "0"], "--batch-size must be >= 1, got 0"),
+    (["train", "--heads", "3"], "--heads 3 must divide --dim 64"),
+    (["train", "--problem", "pdtsp"], "supports tsp, cvrp, vrptw, not 'pdtsp'"),
+    (["train", "--devices", "x"], "--devices must be an integer or 'auto', got 'x'"),
+    (["evaluate", "--augment", "9", "--policy", "random", "--reference", "none",
+      "--instances", "1", "--steps", "1"], "augment must be an integer in 1..8, got 9"),
+])
+def test_cli_option_errors_are_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_corrupt_or_foreign_checkpoint_is_one_line_naming_the_file(tmp_path, capsys):
+    bad = tmp_path / "bad.ckpt"
+    bad.write_text("not a checkpoint")
+    foreign = tmp_path / "foreign.ckpt"
+    torch.save({"weights": 1}, foreign)
+    for path, message in [(bad, f"checkpoint {bad} is not a readable PyTorch file"),
+                          (foreign, f"{foreign} is not a pyg_routing training checkpoint"),
+                          (tmp_path / "none.ckpt", str(tmp_path / "none.ckpt"))]:
+        for argv in (["evaluate", "--checkpoint", str(path), "--reference", "none"],
+                     ["train", "--resume", str(path), "--epochs", "1", "--out",
+                      str(tmp_path)]):
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert message in err and err.count("\n") == 1, err
