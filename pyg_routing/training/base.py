@@ -118,7 +118,7 @@ class ImprovementLightning(L.LightningModule):
         """Greedy search for ``val_steps`` steps; logs ``val/cost`` (mean best cost)."""
         gen = torch.Generator().manual_seed(self.config.seed + batch_idx)
         res = improve(batch, self.policy, steps=self.config.val_steps,
-                      init=self.hparams.init, greedy=True, generator=gen, env=self.env)
+                      init=self.config.init, greedy=True, generator=gen, env=self.env)
         cost = res.best_cost.float().mean()
         self.log("val/cost", cost, prog_bar=True, batch_size=len(batch), sync_dist=True)
         self.log("val/init_cost", res.initial_cost.float().mean(), batch_size=len(batch),
