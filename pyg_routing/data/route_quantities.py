@@ -96,8 +96,8 @@ def pointer_jump(parent: Tensor, values: Sequence[Tensor],
 
 
 def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
-                     batch: Tensor | None = None,
-                     num_graphs: int | None = None) -> RouteQuantities:
+                     batch: Tensor | None = None, num_graphs: int | None = None, *,
+                     validate: bool = True) -> RouteQuantities:
     """Route quantities from route arcs.
 
     Args:
@@ -117,11 +117,15 @@ def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
     first by pointer jumping (Wyllie's list ranking, ``O(log L)`` rounds) and the
     arcs are sorted into it.
 
+    ``validate=False`` skips the check of the coordinates (one device sync): for
+    a search loop whose instances were checked when it started.
+
     Raises:
         InvalidInstanceError: non-finite coordinates (naming graph and node).
         InvalidSolutionError: arcs with a cycle that never reaches a depot.
     """
-    check_finite_pos(pos, batch)
+    if validate:
+        check_finite_pos(pos, batch)
     n = pos.size(0)
     if batch is not None and num_graphs is None:
         num_graphs = int(batch.max()) + 1 if n else 0

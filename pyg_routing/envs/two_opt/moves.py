@@ -364,8 +364,9 @@ def route_quantities(state: TwoOptState) -> RouteQuantities:
     edge_index = torch.stack([(state.order + off).reshape(-1),
                               (state.order.roll(-1, dims=1) + off).reshape(-1)])
     batch = torch.arange(b, device=state.device).repeat_interleave(m)
+    # The instances were checked by reset's caller (improve); no per-step check.
     return _route_quantities(state.pos.reshape(b * m, 2), edge_index,
-                             state.depot_mask.reshape(-1), batch, b)
+                             state.depot_mask.reshape(-1), batch, b, validate=False)
 
 
 def positional_encoding(state: TwoOptState, dim: int = 64, num_bands: int = 4,
