@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.errors import RoutingError
 from pyg_routing.probes.command import add_probe_parser, render_probe, run_probe
 from pyg_routing.training.command import (
@@ -22,8 +23,6 @@ from pyg_routing.training.command import (
 )
 from pyg_routing.training.compare import add_compare_parser, render_markdown, run_compare
 from pyg_routing.training.fit import count, positive
-
-PROBLEMS = ("tsp", "cvrp", "vrptw", "pcvrp", "pdtsp")
 
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:

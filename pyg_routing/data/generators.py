@@ -289,6 +289,8 @@ GENERATORS: dict[Problem, type[_Generator]] = {
     Problem.TSP: TSPGenerator, Problem.CVRP: CVRPGenerator, Problem.VRPTW: VRPTWGenerator,
     Problem.PCVRP: PCVRPGenerator, Problem.PDTSP: PDTSPGenerator,
 }
+#: Names of the problems with a generator (the commands' ``--problem`` choices).
+PROBLEMS = tuple(p.value for p in GENERATORS)
 
 
 def make_generator(problem: str | Problem, num_customers: int, seed: int | None = None,

@@ -14,13 +14,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.errors import RoutingError
 from pyg_routing.probes import paper_values as paper
 from pyg_routing.probes.anisometry import DEFINITION as ANISOMETRY_DEFINITION
 from pyg_routing.probes.entropy import DEFINITION as ENTROPY_DEFINITION
 from pyg_routing.probes.spearman import DEFINITION as SPEARMAN_DEFINITION
 
-PROBLEMS = ("tsp", "cvrp", "vrptw", "pcvrp", "pdtsp")
 PROBES = ("anisometry", "entropy", "spearman")
 
 

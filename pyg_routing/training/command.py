@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from pyg_routing import encodings
+from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.training.fit import (
     add_backbone_option,
     add_training_options,
@@ -16,9 +17,6 @@ from pyg_routing.training.fit import (
     fit,
     positive,
 )
-
-#: Problems a backbone may be trained on (each backbone refuses the ones it lacks).
-PROBLEMS = ("tsp", "cvrp", "vrptw", "pcvrp", "pdtsp")
 
 
 def add_problem_options(p: argparse.ArgumentParser) -> None:
