@@ -11,6 +11,17 @@ variant is *not* reversal-invariant (``cos(ω (2π - x)) ≠ cos(ω x)``). Our d
 ``frequencies="harmonic"``, uses ``ω_k = k + 1``: integer frequencies make both
 properties the paper states hold exactly. ``frequencies="geometric"`` gives the
 literal formula as printed, for reproduction.
+
+**Amplitudes.** With equal amplitudes on all ``D`` channels, ``‖IPE(a) - IPE(b)‖`` is
+flat once two phases differ by more than about ``2π / D``: the code tells "same
+place" from "elsewhere" but not near from far along the route. Scaling channel
+``k`` by ``(k + 1)^(-p)`` fixes that: for the direction-aware variant with harmonic
+frequencies ``‖IPE(a) - IPE(b)‖² ∝ Σ_k (1 - cos(k Δ)) / k^(2p)``, exactly increasing
+in the circular phase gap ``Δ`` on ``[0, π]`` for ``p = 1`` (``π|Δ|/2 - Δ²/4``) and
+``p = 2`` (a cubic) in the limit of many channels, and still exactly circular and
+reversal-invariant. ``amplitude="inverse_square"`` (``p = 2``, the default) was chosen
+by the Spearman probe (``docs/design.md``); ``"inverse"`` is ``p = 1`` and ``"flat"``
+the equal amplitudes of the paper.
 """
 
 from __future__ import annotations
@@ -22,6 +33,8 @@ from torch import Tensor
 
 DIRECTIONS = ("aware", "invariant")
 FREQUENCIES = ("harmonic", "geometric")
+#: IPE amplitude schedules and their exponent ``p`` (channel ``k`` scaled by ``(k+1)^-p``).
+AMPLITUDES = {"inverse_square": 2.0, "inverse": 1.0, "flat": 0.0}
 
 
 def ipe_frequencies(num: int, dim: int, frequencies: str = "harmonic", base: float = 1e4,
@@ -34,6 +47,17 @@ def ipe_frequencies(num: int, dim: int, frequencies: str = "harmonic", base: flo
     if frequencies == "geometric":
         return torch.pow(torch.tensor(base, dtype=dtype, device=device), -2 * k / dim)
     raise ValueError(f"unknown frequencies {frequencies!r}; choose from {FREQUENCIES}")
+
+
+def ipe_amplitudes(num: int, amplitude: str = "inverse_square",
+                   device: torch.device | None = None,
+                   dtype: torch.dtype = torch.float32) -> Tensor:
+    """``[num]`` amplitudes ``(k + 1)^(-p)`` of the IPE frequencies (see the module
+    docstring; ``p`` from :data:`AMPLITUDES`)."""
+    if amplitude not in AMPLITUDES:
+        raise ValueError(f"unknown amplitude {amplitude!r}; choose from {tuple(AMPLITUDES)}")
+    k = torch.arange(1, num + 1, device=device, dtype=dtype)
+    return k.pow(-AMPLITUDES[amplitude])
 
 
 def check_ipe_dim(dim: int, direction: str) -> None:
@@ -56,7 +80,7 @@ def ipe_phase(cum_dist: Tensor, route_length: Tensor) -> Tensor:
 
 def ipe(cum_dist: Tensor, route_length: Tensor, dim: int = 64, direction: str = "invariant",
         frequencies: str = "harmonic", base: float = 1e4,
-        route_pos: Tensor | None = None) -> Tensor:
+        route_pos: Tensor | None = None, amplitude: str = "inverse_square") -> Tensor:
     r"""In-route positional encoding, ``[..., dim]``.
 
     * ``direction="aware"``: ``dim / 2`` frequencies, interleaved
@@ -74,16 +98,21 @@ def ipe(cum_dist: Tensor, route_length: Tensor, dim: int = 64, direction: str = 
         route_pos: optional ``[...]`` within-route positions; nodes with a negative
             position (unvisited PCVRP customers) get an all-zero code. Without it,
             and for the depot, the phase is 0 (``d_L = 0`` counts as phase 0 too).
+        amplitude: ``"inverse_square"`` (default), ``"inverse"`` or ``"flat"``: the
+            ``k``-th frequency (its sin/cos pair) is scaled by ``(k + 1)^(-p)``,
+            ``p = 2, 1, 0``.
     """
     check_ipe_dim(dim, direction)
     phase = ipe_phase(cum_dist, route_length).unsqueeze(-1)
     num = dim // 2 if direction == "aware" else dim
     omega = ipe_frequencies(num, dim, frequencies, base, phase.device, phase.dtype)
     angle = phase * omega
+    scale = ipe_amplitudes(num, amplitude, phase.device, phase.dtype)
     if direction == "aware":
-        out = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
+        out = torch.stack([torch.sin(angle) * scale, torch.cos(angle) * scale],
+                          dim=-1).flatten(-2)
     else:
-        out = torch.cos(angle)
+        out = torch.cos(angle) * scale
     if route_pos is not None:
         out = torch.where((route_pos < 0).unsqueeze(-1), torch.zeros_like(out), out)
     return out
@@ -117,9 +146,9 @@ def xpe(depot_angle: Tensor, num_bands: int = 4, dim: int | None = None,
 def ipexpe(cum_dist: Tensor, route_length: Tensor, depot_angle: Tensor, dim: int = 64,
            num_bands: int = 4, direction: str = "invariant", frequencies: str = "harmonic",
            base: float = 1e4, route_pos: Tensor | None = None,
-           depot_mask: Tensor | None = None) -> Tensor:
+           depot_mask: Tensor | None = None, amplitude: str = "inverse_square") -> Tensor:
     """``[IPE ‖ XPE]``, ``[..., dim + 2 * num_bands]``."""
     return torch.cat([
-        ipe(cum_dist, route_length, dim, direction, frequencies, base, route_pos),
+        ipe(cum_dist, route_length, dim, direction, frequencies, base, route_pos, amplitude),
         xpe(depot_angle, num_bands, None, depot_mask),
     ], dim=-1)

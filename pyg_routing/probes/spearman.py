@@ -254,21 +254,22 @@ def _problem_direction(data: Data) -> str:
 
 def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
     """Small reference set built on :mod:`pyg_routing.functional.route_pe`:
-    IPE (the library default, harmonic frequencies ``k + 1``; reversal-invariant
-    for symmetric problems) and IPE with the paper's printed geometric
-    frequencies, XPE, IPE + XPE with either IPE, and two index baselines on the
-    within-route position (the SIN sinusoid, the raw index).
+    IPE (the library default: harmonic frequencies ``k + 1`` with amplitudes
+    ``1/k^2``; reversal-invariant for symmetric problems), IPE with the paper's flat
+    amplitudes and with its printed geometric frequencies, XPE, IPE + XPE with
+    either frequencies, and two index baselines on the within-route position (the
+    SIN sinusoid, the raw index).
 
-    Note: with harmonic frequencies up to ``dim``, ``||IPE(x) - IPE(y)||`` is nearly
-    constant once the phases differ by more than ~``2 pi / dim`` (a Dirichlet-kernel
-    effect), so the L2 probes see almost no D1/D2 signal in it; the geometric
-    variant is smooth in ``d_i / d_L``."""
+    With flat amplitudes, ``||IPE(x) - IPE(y)||`` is nearly constant once the phases
+    differ by more than ~``2 pi / dim`` (a Dirichlet-kernel effect), so the L2 probes
+    see almost no D1/D2 signal in it; the decaying default follows the phase gap."""
     from pyg_routing.functional.index_pe import sinusoidal_pe
     from pyg_routing.functional.route_pe import ipe, ipexpe, xpe
 
-    def _ipe(b: Data, frequencies: str = "harmonic") -> Tensor:
+    def _ipe(b: Data, frequencies: str = "harmonic", amplitude: str = "inverse_square"
+             ) -> Tensor:
         return ipe(b.cum_dist, b.route_length, dim, _problem_direction(b),
-                   frequencies=frequencies, route_pos=b.route_pos)
+                   frequencies=frequencies, route_pos=b.route_pos, amplitude=amplitude)
 
     def _ipexpe(b: Data, frequencies: str) -> Tensor:
         return ipexpe(b.cum_dist, b.route_length, b.depot_angle, dim, num_bands,
@@ -277,6 +278,7 @@ def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
 
     return {
         "IPE": node(_ipe),
+        "IPE (flat amplitudes)": node(lambda b: _ipe(b, amplitude="flat")),
         "IPE (geometric)": node(lambda b: _ipe(b, "geometric")),
         "XPE": node(lambda b: xpe(b.depot_angle, num_bands, depot_mask=b.depot_mask)),
         "IPE + XPE": node(lambda b: _ipexpe(b, "harmonic")),

@@ -170,6 +170,7 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
         "pe_init": config.pe_init, "ipe_frequencies": config.ipe_frequencies,
+        "ipe_amplitude": config.ipe_amplitude,
         "ipe_direction": config.ipe_direction,
         "local_mp": config.local_mp, "select": args.select,
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
@@ -264,6 +265,8 @@ def _model_options(result: dict[str, Any]) -> str:
              if result.get("pe_init", "zero") != "zero" else []) + (
         [f", IPE frequencies {result['ipe_frequencies']}"]
         if result.get("ipe_frequencies", "harmonic") != "harmonic" else []) + (
+        [f", IPE amplitudes {result['ipe_amplitude']}"]
+        if result.get("ipe_amplitude", "inverse_square") != "inverse_square" else []) + (
         [f", IPE direction-{result['ipe_direction']}"]
         if result.get("ipe_direction", "auto") != "auto" else []) + (
         [_LOCAL_MP_CAPTIONS[mp]]

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from pyg_routing import encodings
 from pyg_routing.data.problems import Problem
-from pyg_routing.functional.route_pe import FREQUENCIES
+from pyg_routing.functional.route_pe import AMPLITUDES, FREQUENCIES
 from pyg_routing.models.gps_encoder import LOCAL_MPS, check_local_mp, check_pe_init
 from pyg_routing.transforms.ipe import IPE_DIRECTIONS
 
@@ -68,6 +68,11 @@ class TrainConfig:
         "harmonic", "IPE frequencies of ipe/ipexpe: harmonic (k + 1: exactly circular and "
                     "reversal-invariant) or geometric (the paper's printed lambda^(-2k/D))",
         choices=FREQUENCIES)
+    ipe_amplitude: str = option(
+        "inverse_square", "IPE amplitudes of ipe/ipexpe: inverse_square (frequency k scaled "
+                          "by 1/k^2, so code distances follow route distance), inverse (1/k) "
+                          "or flat (the paper's equal amplitudes)",
+        choices=tuple(AMPLITUDES))
     ipe_direction: str = option(
         "auto", "IPE variant of ipe/ipexpe: auto (direction-aware for VRPTW/PDTSP, the "
                 "reversal-invariant cosine code for TSP/CVRP), aware or invariant (the "
@@ -83,7 +88,7 @@ class TrainConfig:
     #: must match its checkpoint in these
     ARCHITECTURE: ClassVar[tuple[str, ...]] = (
         "problem", "pe", "dim", "heads", "num_layers", "pe_dim", "num_bands", "local_mp",
-        "ipe_frequencies", "ipe_direction")
+        "ipe_frequencies", "ipe_amplitude", "ipe_direction")
 
     def __post_init__(self) -> None:
         self.problem = Problem.parse(self.problem).value

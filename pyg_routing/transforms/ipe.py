@@ -5,7 +5,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from pyg_routing.functional.route_pe import DIRECTIONS, FREQUENCIES, check_ipe_dim, ipe
+from pyg_routing.functional.route_pe import (
+    AMPLITUDES,
+    DIRECTIONS,
+    FREQUENCIES,
+    check_ipe_dim,
+    ipe,
+)
 from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
 
 #: The transforms' ``direction`` choices: the problem's own variant, or either forced.
@@ -30,18 +36,26 @@ class IPE(NodeEncoding):
             reversal-invariant) or ``"geometric"`` (``ω_k = base^(-2k/dim)`` as
             printed in the paper, which breaks both properties).
         base: λ of the geometric frequencies.
+        amplitude: ``"inverse_square"`` (default: the ``k``-th frequency scaled by
+            ``(k + 1)^-2``, so that code distances follow route distance),
+            ``"inverse"`` (``(k + 1)^-1``) or ``"flat"`` (the paper's equal amplitudes).
         attr_name: attribute to store the encoding in; ``None`` concatenates it
             onto ``data.x``.
     """
 
     def __init__(self, dim: int = 64, direction: str = "auto", frequencies: str = "harmonic",
-                 base: float = 10000.0, attr_name: str | None = "ipe") -> None:
+                 base: float = 10000.0, attr_name: str | None = "ipe",
+                 amplitude: str = "inverse_square") -> None:
         if direction != "auto":
             check_ipe_dim(dim, direction)
         elif dim < 2 or dim % 2:
             raise ValueError(f"IPE(direction='auto') needs an even dim >= 2, got dim={dim}")
         if frequencies not in FREQUENCIES:
             raise ValueError(f"unknown frequencies {frequencies!r}; choose from {FREQUENCIES}")
+        if amplitude not in AMPLITUDES:
+            raise ValueError(f"unknown amplitude {amplitude!r}; choose from "
+                             f"{tuple(AMPLITUDES)}")
+        self.amplitude = amplitude
         self.dim = dim
         self.direction = direction
         self.frequencies = frequencies
@@ -55,7 +69,8 @@ class IPE(NodeEncoding):
     def code(self, inputs: EncodingInputs) -> Tensor:
         inputs.need(type(self).__name__, "cum_dist", "route_length", "route_pos")
         args = (inputs.cum_dist, inputs.route_length, self.dim)
-        kwargs = dict(frequencies=self.frequencies, base=self.base, route_pos=inputs.route_pos)
+        kwargs = dict(frequencies=self.frequencies, base=self.base, route_pos=inputs.route_pos,
+                      amplitude=self.amplitude)
         if self.direction != "auto":
             return ipe(*args, direction=self.direction, **kwargs)
         # "auto", resolved here only: per graph, from its problem.
@@ -68,4 +83,4 @@ class IPE(NodeEncoding):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.dim}, direction={self.direction!r}, "
-                f"frequencies={self.frequencies!r})")
+                f"frequencies={self.frequencies!r}, amplitude={self.amplitude!r})")

@@ -16,14 +16,14 @@ class IPEXPE(NodeEncoding):
     Args:
         dim: IPE width.
         num_bands: XPE bands ``K`` (XPE adds ``2K`` channels).
-        direction, frequencies, base: as in :class:`IPE`.
+        direction, frequencies, base, amplitude: as in :class:`IPE`.
         attr_name: attribute name; ``None`` concatenates onto ``data.x``.
     """
 
     def __init__(self, dim: int = 64, num_bands: int = 4, direction: str = "auto",
                  frequencies: str = "harmonic", base: float = 10000.0,
-                 attr_name: str | None = "pe") -> None:
-        self.ipe = IPE(dim, direction, frequencies, base, attr_name=None)
+                 attr_name: str | None = "pe", amplitude: str = "inverse_square") -> None:
+        self.ipe = IPE(dim, direction, frequencies, base, attr_name=None, amplitude=amplitude)
         self.xpe = XPE(num_bands, None, attr_name=None)
         self.attr_name = attr_name
 
@@ -36,4 +36,5 @@ class IPEXPE(NodeEncoding):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.ipe.dim}, num_bands={self.xpe.num_bands}, "
-                f"direction={self.ipe.direction!r}, frequencies={self.ipe.frequencies!r})")
+                f"direction={self.ipe.direction!r}, frequencies={self.ipe.frequencies!r}, "
+                f"amplitude={self.ipe.amplitude!r})")
