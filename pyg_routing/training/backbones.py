@@ -58,17 +58,19 @@ def read_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, An
 
 def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = None,
                 expect_pe: str | None = None, expect_backbone: str | None = None,
-                map_location: Any = "cpu", compiled: bool | None = None
-                ) -> ImprovementPolicy:
+                map_location: Any = "cpu", compiled: bool | None = None,
+                checkpoint: dict[str, Any] | None = None) -> ImprovementPolicy:
     """The trained policy of a checkpoint (eval mode). ``compiled`` overrides
-    whether a DACT decoder uses ``torch.compile`` (default: as trained).
+    whether a DACT decoder uses ``torch.compile`` (default: as trained);
+    ``checkpoint`` is the file's content when the caller already read it with
+    :func:`read_checkpoint` (it is then not read again).
 
     Raises:
         ValueError: the file is not a training checkpoint, or it was trained with
             another backbone, on another problem or with another encoding than
             expected.
     """
-    ckpt = read_checkpoint(ckpt_path, map_location)
+    ckpt = read_checkpoint(ckpt_path, map_location) if checkpoint is None else checkpoint
     hp = ckpt["hyper_parameters"]
     wants = {"backbone": expect_backbone, "pe": expect_pe,
              "problem": None if expect_problem is None else Problem.parse(expect_problem).value}

@@ -82,7 +82,8 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     if args.policy == "checkpoint":
         if args.checkpoint is None:
             raise ValueError("evaluate needs --checkpoint (or --policy random)")
-        hp = backbones.read_checkpoint(args.checkpoint)["hyper_parameters"]
+        ckpt = backbones.read_checkpoint(args.checkpoint)
+        hp = ckpt["hyper_parameters"]
         lightning = backbones.get(hp["backbone"])
         trained = hp.get("num_customers")
         if trained is not None and trained != args.num_customers and not args.any_size:
@@ -90,7 +91,8 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
                              f"{args.problem}-{trained}, but --num-customers is "
                              f"{args.num_customers}; pass --any-size to evaluate anyway")
         policy = backbones.load_policy(args.checkpoint, expect_problem=args.problem,
-                                       compiled=True if args.compile else None)
+                                       compiled=True if args.compile else None,
+                                       checkpoint=ckpt)
     instances = make_generator(args.problem, args.num_customers, seed=args.seed).sample(
         args.instances)
     result = improve(instances, policy, steps=args.steps, init=args.init, augment=args.augment,
