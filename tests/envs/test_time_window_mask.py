@@ -10,6 +10,7 @@ from pyg_routing.data import RoutingData
 from pyg_routing.data.generators import VRPTWGenerator
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
+from pyg_routing.envs.tours import cycle_cost
 from pyg_routing.envs.two_opt import (
     TW_MAX_NODES,
     TwoOptState,
@@ -24,7 +25,6 @@ from pyg_routing.envs.two_opt import (
     to_routes,
 )
 from pyg_routing.envs.two_opt.moves import _time_window_mask_brute_force
-from pyg_routing.envs.two_opt.state import cycle_cost
 from pyg_routing.envs.two_opt.time_windows import two_opt_time_window_mask
 
 

@@ -1,6 +1,7 @@
 """The DACT-style 2-opt environment (TSP, CVRP, VRPTW): :class:`TwoOptEnv` and the
 batched functions behind it."""
 
+from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
 from pyg_routing.envs.two_opt.env import TwoOptEnv
 from pyg_routing.envs.two_opt.moves import (
     INITS,
@@ -17,13 +18,7 @@ from pyg_routing.envs.two_opt.moves import (
     to_routes,
 )
 from pyg_routing.envs.two_opt.observation import encoding_inputs, observe
-from pyg_routing.envs.two_opt.state import (
-    TwoOptState,
-    cycle_cost,
-    rank_from_order,
-    succ_from_order,
-    time_window_feasible,
-)
+from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
 
 __all__ = ["INITS", "TW_MAX_NODES", "TwoOptEnv", "TwoOptState", "action_mask", "apply_two_opt",
            "cycle_cost", "encoding_inputs", "node_features", "observe", "positional_encoding",

@@ -10,9 +10,10 @@ from torch import Tensor
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import ImprovementEnv, Observation
+from pyg_routing.envs.tours import cycle_cost
 from pyg_routing.envs.two_opt import moves
 from pyg_routing.envs.two_opt.observation import observe
-from pyg_routing.envs.two_opt.state import TwoOptState, cycle_cost
+from pyg_routing.envs.two_opt.state import TwoOptState
 
 
 class TwoOptEnv(ImprovementEnv):

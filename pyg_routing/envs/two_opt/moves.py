@@ -37,13 +37,8 @@ from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.data.route_quantities import route_quantities as _route_quantities
-from pyg_routing.envs.two_opt.state import (
-    TwoOptState,
-    cycle_cost,
-    rank_from_order,
-    succ_from_order,
-    time_window_feasible,
-)
+from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
+from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
 from pyg_routing.envs.two_opt.time_windows import two_opt_time_window_mask
 from pyg_routing.functional.route_pe import ipexpe
 

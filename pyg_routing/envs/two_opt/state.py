@@ -29,6 +29,7 @@ from torch import Tensor
 
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import BatchedState
+from pyg_routing.envs.tours import succ_from_order
 
 
 @dataclass
@@ -87,29 +88,6 @@ class TwoOptState(BatchedState):
     def best_succ(self) -> Tensor:
         """``[B, M]`` successor array of the best solution."""
         return succ_from_order(self.best_order)
-
-
-def succ_from_order(order: Tensor) -> Tensor:
-    """``[B, M]`` successor array of the cycles ``order [B, M]``."""
-    return torch.empty_like(order).scatter_(1, order, order.roll(-1, dims=1))
-
-
-def rank_from_order(order: Tensor) -> Tensor:
-    """``[B, M]`` position of every node in ``order [B, M]`` (the inverse permutation)."""
-    ar = torch.arange(order.size(1), device=order.device).expand_as(order)
-    return torch.empty_like(order).scatter_(1, order, ar)
-
-
-def cycle_cost(pos: Tensor, order: Tensor) -> Tensor:
-    """``[B]`` length of the closed cycles ``order [B, M]`` through ``pos [B, M, 2]``.
-
-    Depot copies share one position, so ``depot -> depot`` arcs cost 0 and this is
-    the CVRP cost of the routes. Summed in float64 for accuracy, returned in
-    ``pos.dtype``.
-    """
-    xy = torch.gather(pos, 1, order.unsqueeze(-1).expand(-1, -1, 2))
-    step = xy.roll(-1, dims=1) - xy
-    return torch.hypot(step[..., 0], step[..., 1]).double().sum(1).to(pos.dtype)
 
 
 def time_window_feasible(pos: Tensor, time_window: Tensor, service_time: Tensor,
