@@ -32,6 +32,7 @@ from pyg_routing.envs.augment import augment_positions
 from pyg_routing.errors import RoutingError
 
 S = TypeVar("S", bound="BatchedState")
+ObsT = TypeVar("ObsT", bound="Observation")
 
 
 class UnsupportedProblemError(RoutingError, NotImplementedError):
@@ -103,10 +104,9 @@ class Observation:
     mask: Tensor
     extra: Tensor
 
-    def to(self, device: torch.device | str) -> Observation:
-        return Observation(*(None if t is None else t.to(device) for t in
-                             (self.x, self.edge_index, self.succ, self.pe, self.route_pos,
-                              self.route_id, self.mask, self.extra)))
+    def to(self: ObsT, device: torch.device | str) -> ObsT:
+        return replace(self, **{f.name: getattr(self, f.name).to(device) for f in fields(self)
+                                if isinstance(getattr(self, f.name), Tensor)})
 
 
 class ImprovementEnv(ABC):

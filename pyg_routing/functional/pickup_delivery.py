@@ -82,9 +82,11 @@ def reinsert(order: Tensor, rank: Tensor, pickup: Tensor, delivery: Tensor, firs
     return torch.where(k == c + 2, delivery.unsqueeze(1), out)
 
 
-def check_tours(order: Tensor, pairs: int, what: str = "initial solution") -> None:
-    """Refuse tours ``[B, 2P + 1]`` that are not PDTSP tours from the depot: naming the
-    first offending instance and the node or pair.
+def check_tours(order: Tensor, pairs: int, what: str = "initial solution",
+                node_ids: Tensor | None = None) -> None:
+    """Refuse tours ``[B, 2P + 1]`` (standard layout) that are not PDTSP tours from the
+    depot, naming the first offending instance and node or pair; ``node_ids [M]``
+    gives the ids to name nodes by (default: the layout's own).
 
     Raises:
         InvalidSolutionError: wrong shape, not starting at the depot, not a
@@ -92,6 +94,7 @@ def check_tours(order: Tensor, pairs: int, what: str = "initial solution") -> No
         InfeasibleSolutionError: a delivery before its pickup.
     """
     m = 2 * pairs + 1
+    name = (lambda v: v) if node_ids is None else (lambda v: int(node_ids[v]))
     if order.dim() != 2 or order.size(1) != m or order.dtype != torch.long:
         raise InvalidSolutionError(f"{what}: expected long tours [B, {m}] (depot first), got "
                                    f"{order.dtype} {tuple(order.shape)}")
@@ -109,11 +112,11 @@ def check_tours(order: Tensor, pairs: int, what: str = "initial solution") -> No
     if bool((seen != 1).any()):
         b, v = (int(x) for x in (seen != 1).nonzero()[0])
         kind = "missing" if seen[b, v] == 0 else "visited more than once"
-        raise InvalidSolutionError(f"{what}: instance {b}: node {v} {kind}")
+        raise InvalidSolutionError(f"{what}: instance {b}: node {name(v)} {kind}")
     rank = torch.empty_like(order).scatter_(
         1, order, torch.arange(m, device=order.device).expand_as(order))
     late = rank[:, 1:pairs + 1] > rank[:, pairs + 1:]
     if bool(late.any()):
         b, r = (int(x) for x in late.nonzero()[0])
-        raise InfeasibleSolutionError(f"{what}: instance {b}: delivery {r + 1 + pairs} comes "
-                                      f"before its pickup {r + 1}")
+        raise InfeasibleSolutionError(f"{what}: instance {b}: delivery {name(r + 1 + pairs)} "
+                                      f"comes before its pickup {name(r + 1)}")
