@@ -8,8 +8,9 @@ uniformly at random among the allowed actions; an acceptance rule
 tracked exactly.
 
 Augmentation: all ``augment`` symmetric copies (:mod:`.augment`) start from the SAME
-solutions (built once on the original coordinates) and run as one batch of
-``augment * B`` states; the best solution over the copies is returned, costed in
+solutions (built once on the original coordinates; or each from its own with
+``independent_starts``) and run as one batch of ``augment * B`` states; the best
+solution over the copies is returned, costed in
 the original coordinates.
 """
 
@@ -75,7 +76,8 @@ def improve(instances: RoutingInstances, policy: nn.Module | None = None,
             steps: int | None = 100, init: str = "sweep", augment: int = 1,
             greedy: bool = False, generator: torch.Generator | None = None, *,
             env: ImprovementEnv | None = None, acceptance: Acceptance | None = None,
-            time_limit: float | None = None) -> ImproveResult:
+            time_limit: float | None = None, independent_starts: bool = False
+            ) -> ImproveResult:
     """Improve the initial solutions of ``instances`` by ``steps`` moves each.
 
     Args:
@@ -96,6 +98,9 @@ def improve(instances: RoutingInstances, policy: nn.Module | None = None,
         acceptance: keeps or undoes each move (default :class:`AlwaysAccept`).
         time_limit: wall-clock seconds; the search stops after the step that
             passes it (the time of ``reset`` counts).
+        independent_starts: with ``augment > 1``, every copy starts from its own
+            initial solutions (``init`` drawn once per copy; N2S's diversity) instead
+            of the same ones; ``initial_cost`` is then the first copy's.
 
     Returns:
         :class:`ImproveResult` with the best routes and costs per instance.
@@ -108,8 +113,15 @@ def improve(instances: RoutingInstances, policy: nn.Module | None = None,
     _check_search(instances, env, policy, steps, time_limit, augment)
     acceptance = AlwaysAccept() if acceptance is None else acceptance
     always = isinstance(acceptance, AlwaysAccept)
-    base = env.reset(instances, init=init, generator=generator)
-    state = env.augment(base, augment) if augment != 1 else base
+    if augment != 1 and independent_starts:
+        b = len(instances)
+        starts = env.reset(instances[torch.arange(b, device=instances.device).repeat(augment)],
+                           init=init, generator=generator)
+        base = starts[:b]
+        state = env.augment(starts, augment, copies=True)
+    else:
+        base = env.reset(instances, init=init, generator=generator)
+        state = env.augment(base, augment) if augment != 1 else base
     sample_gen = generator
     if generator is not None and policy is not None and generator.device != state.device:
         # init draws on the CPU generator; the policy samples on the state's device

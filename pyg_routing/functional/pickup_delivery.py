@@ -120,3 +120,34 @@ def check_tours(order: Tensor, pairs: int, what: str = "initial solution",
         b, r = (int(x) for x in late.nonzero()[0])
         raise InfeasibleSolutionError(f"{what}: instance {b}: delivery {name(r + 1 + pairs)} "
                                       f"comes before its pickup {name(r + 1)}")
+
+
+def reinsertion_candidates(order: Tensor, rank: Tensor, pickup: Tensor, delivery: Tensor
+                           ) -> tuple[Tensor, Tensor]:
+    """The allowed entries of :func:`reinsertion_mask` as a list: ``(first, second)``,
+    each ``[B, K]`` with ``K = P (2P - 1)`` (the same for every instance), enumerating
+    the anchor positions ``a <= c`` of the tour without the pair in row-major order
+    (:func:`candidate_index` inverts it). A policy scores these ``K`` entries only,
+    not all ``M^2``."""
+    b, m = order.shape
+    n = m - 2
+    q = torch.arange(n, device=order.device).expand(b, n)
+    rp, rd = rank.gather(1, pickup.unsqueeze(1)), rank.gather(1, delivery.unsqueeze(1))
+    lo, hi = torch.minimum(rp, rd), torch.maximum(rp, rd)
+    reduced = order.gather(1, q + (q >= lo).long() + (q >= hi - 1).long())      # [B, M-2]
+    a, c = torch.triu_indices(n, n, device=order.device)
+    return reduced[:, a], reduced[:, c]
+
+
+def candidate_index(rank: Tensor, pickup: Tensor, delivery: Tensor, first: Tensor,
+                    second: Tensor) -> Tensor:
+    """``[B]`` index into :func:`reinsertion_candidates` of the entry ``(first,
+    second)`` (allowed entries only)."""
+    n = rank.size(1) - 2
+    rp, rd = rank.gather(1, pickup.unsqueeze(1)), rank.gather(1, delivery.unsqueeze(1))
+    reduced = []
+    for node in (first, second):
+        r = rank.gather(1, node.unsqueeze(1))
+        reduced.append((r - (rp < r).long() - (rd < r).long()).squeeze(1))
+    a, c = reduced
+    return a * n - a * (a - 1) // 2 + (c - a)

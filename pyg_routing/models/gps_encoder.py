@@ -17,6 +17,7 @@ from pyg_routing.data.route_quantities import edge_index_from_successors
 from pyg_routing.functional.index_pe import dense_route_inputs
 from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pe import AbsolutePE, AttentionBias, RotaryPE
+from pyg_routing.models.pe.parts import build_encoding
 from pyg_routing.transforms import EncodingInputs
 
 #: Named ways the first layer's weights on the node code start (see :class:`GPSEncoder`);
@@ -142,28 +143,18 @@ class GPSEncoder(nn.Module):
         self.in_channels, self.dim = in_channels, dim
         self.local_mp = check_local_mp(local_mp)
         self.pe_init = pe_init
-        self.node_pe = None
-        self.ape: AbsolutePE | None = None
-        self.bias: AttentionBias | None = None
-        rotary: RotaryPE | None = None
-        pe_width = 0
         # Encoding-specific parts draw from a private stream, and the first layer is
         # built without drawing: the shared weights then come out of the RNG in the
         # same order for every encoding, as a No-PE model draws them.
         with _private_rng():
-            if spec.name == "ape":
-                self.ape = encodings.module("ape", dim=pe_dim, max_len=max_route_len,
-                                            **pe_kwargs)
-                pe_width = pe_dim
-            elif spec.kind == "node":
-                self.node_pe = encodings.node_transform(spec.name, dim=pe_dim,
-                                                        num_bands=num_bands, attr_name=None,
-                                                        **pe_kwargs)
-                pe_width = self.node_pe.width
-            elif spec.kind == "bias":
-                self.bias = encodings.module(spec.name, num_heads=heads, **pe_kwargs)
-            elif spec.kind == "rotary":
-                rotary = encodings.module("rope", dim=dim, num_heads=heads, **pe_kwargs)
+            parts = build_encoding(spec.name, dim=dim, heads=heads, pe_dim=pe_dim,
+                                   num_bands=num_bands, max_route_len=max_route_len,
+                                   **pe_kwargs)
+        self.node_pe = parts.node_pe
+        self.ape: AbsolutePE | None = parts.ape
+        self.bias: AttentionBias | None = parts.bias
+        rotary: RotaryPE | None = parts.rotary
+        pe_width = parts.width
         self.pe_width = pe_width
         self.input = nn.Sequential(nn.utils.skip_init(nn.Linear, in_channels + pe_width, dim),
                                    nn.ReLU(), nn.Linear(dim, dim))

@@ -6,6 +6,7 @@
   validation by search, shared by every learning rule;
 * :mod:`.ppo`: backbone-neutral n-step PPO (:class:`PPOLightning`);
 * :mod:`.dact`: DACT as one configuration of it (:class:`DACTLightning`);
+* :mod:`.n2s`: N2S as another (:class:`N2SLightning`);
 * :mod:`.backbones`: the registry behind ``--backbone`` and :func:`load_policy`.
 """
 
@@ -15,8 +16,10 @@ from pyg_routing.training.callbacks import ValidationCurve
 from pyg_routing.training.config import TrainConfig
 from pyg_routing.training.dact import DACTConfig, DACTLightning
 from pyg_routing.training.datamodule import EpochBatchSampler, GeneratedBatches, RoutingDataModule
+from pyg_routing.training.n2s import N2SConfig, N2SLightning
 from pyg_routing.training.ppo import PPOConfig, PPOLightning
 
 __all__ = ["DACTConfig", "DACTLightning", "EpochBatchSampler", "GeneratedBatches",
-           "ImprovementLightning", "PPOConfig", "PPOLightning", "RoutingDataModule",
+           "ImprovementLightning", "N2SConfig", "N2SLightning", "PPOConfig", "PPOLightning",
+           "RoutingDataModule",
            "TrainConfig", "ValidationCurve", "load_policy"]

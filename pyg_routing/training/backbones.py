@@ -18,6 +18,7 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.models import ImprovementPolicy
 from pyg_routing.training.base import ImprovementLightning
 from pyg_routing.training.dact import DACTLightning
+from pyg_routing.training.n2s import N2SLightning
 
 _BACKBONES: dict[str, type[ImprovementLightning]] = {}
 
@@ -29,12 +30,21 @@ def register(lightning: type[ImprovementLightning]) -> type[ImprovementLightning
 
 
 register(DACTLightning)
+register(N2SLightning)
 
 
 def available() -> dict[str, str]:
     """Registered backbone names, each with the problems it supports."""
     return {name: ", ".join(p.value for p in cls.make_env().problems)
             for name, cls in _BACKBONES.items()}
+
+
+def init_choices() -> tuple[str, ...]:
+    """Every initial-solution rule of the registered backbones' environments."""
+    names: dict[str, None] = {}
+    for cls in _BACKBONES.values():
+        names.update(dict.fromkeys(cls.make_env().inits))
+    return tuple(names)
 
 
 def get(name: str) -> type[ImprovementLightning]:

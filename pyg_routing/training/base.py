@@ -115,10 +115,12 @@ class ImprovementLightning(L.LightningModule):
 
     # ------------------------------------------------------------------ validation
     def validation_step(self, batch: RoutingInstances, batch_idx: int) -> Tensor:
-        """Greedy search for ``val_steps`` steps; logs ``val/cost`` (mean best cost)."""
+        """Search for ``val_steps`` steps (greedy, unless the backbone samples); logs
+        ``val/cost`` (mean best cost)."""
         gen = torch.Generator().manual_seed(self.config.seed + batch_idx)
         res = improve(batch, self.policy, steps=self.config.val_steps,
-                      init=self.config.init, greedy=True, generator=gen, env=self.env)
+                      init=self.config.init, greedy=self.config.greedy_validation,
+                      generator=gen, env=self.env)
         cost = res.best_cost.float().mean()
         self.log("val/cost", cost, prog_bar=True, batch_size=len(batch), sync_dist=True)
         self.log("val/init_cost", res.initial_cost.float().mean(), batch_size=len(batch),

@@ -10,6 +10,7 @@ import torch
 
 from pyg_routing import encodings
 from pyg_routing.data.generators import PROBLEMS
+from pyg_routing.training.backbones import init_choices
 from pyg_routing.training.fit import (
     add_backbone_option,
     add_training_options,
@@ -22,6 +23,31 @@ from pyg_routing.training.fit import (
 def add_problem_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--problem", choices=PROBLEMS, default="cvrp")
     p.add_argument("--num-customers", type=count(1), default=20)
+
+
+#: what the ``--reference`` choices solve with, as the table names them
+REFERENCE_METHODS = {"pyvrp": "PyVRP (HGS)", "ortools": "OR-Tools"}
+
+
+def add_reference_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reference", choices=("auto", "pyvrp", "ortools", "none"),
+                   default="auto",
+                   help="reference solver of the gaps: auto (OR-Tools for PDTSP, PyVRP "
+                        "otherwise), pyvrp, ortools or none")
+
+
+def reference_costs(problem: str, num_customers: int, count: int, seed: int,
+                    time_limit: float, root: str, solver: str = "auto") -> torch.Tensor:
+    """``[count]`` reference costs of ``make_generator(problem, n, seed).sample(count)``
+    by ``solver`` (``auto``: OR-Tools for PDTSP, PyVRP otherwise), solved once and
+    cached under ``root`` (a :class:`RoutingDataset`)."""
+    from pyg_routing.data.dataset import RoutingDataset
+    from pyg_routing.data.solvers.parallel import resolve_solver
+
+    ref = RoutingDataset(root, problem, num_customers, count, seed=seed,
+                         solver=resolve_solver(solver, problem), time_limit=time_limit,
+                         progress=False)
+    return torch.stack([d.cost() for d in ref]).double()
 
 
 def add_train_parser(sub: Any) -> None:
@@ -53,16 +79,21 @@ def add_evaluate_parser(sub: Any) -> None:
     p.add_argument("--instances", type=count(1), default=256)
     p.add_argument("--steps", type=count(0), default=1000)
     p.add_argument("--augment", type=count(1), default=8, help="symmetric copies (1..8)")
-    p.add_argument("--init", choices=("sweep", "nearest_neighbor", "random"), default="sweep",
-                   help="starting solutions (DACT trains from random ones)")
+    p.add_argument("--init", choices=init_choices(), default=None,
+                   help="starting solutions (default: the environment's first: sweep for "
+                        "dact, random for n2s)")
+    p.add_argument("--starts", choices=("shared", "independent"), default=None,
+                   help="augmented copies start from the same solutions (shared) or each "
+                        "from its own (independent; default: the backbone's: dact shared, "
+                        "n2s independent)")
     p.add_argument("--seed", type=int, default=1234, help="test-set seed")
     p.add_argument("--compile", action="store_true",
                    help="score move pairs with torch.compile (faster search steps)")
     p.add_argument("--any-size", action="store_true",
                    help="allow a problem size other than the one trained on")
-    p.add_argument("--reference", choices=("pyvrp", "none"), default="pyvrp")
+    add_reference_option(p)
     p.add_argument("--time-limit", type=positive, default=1.0,
-                   help="PyVRP seconds per instance")
+                   help="reference solver seconds per instance")
     p.add_argument("--root", default="data", help="dataset cache for the reference")
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
@@ -95,22 +126,24 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
                                        checkpoint=ckpt)
     instances = make_generator(args.problem, args.num_customers, seed=args.seed).sample(
         args.instances)
-    result = improve(instances, policy, steps=args.steps, init=args.init, augment=args.augment,
-                     generator=torch.Generator().manual_seed(args.seed),
-                     env=lightning.make_env())
+    env = lightning.make_env()
+    init = args.init or env.inits[0]
+    independent = lightning.config_class.independent_starts if args.starts is None \
+        else args.starts == "independent"
+    result = improve(instances, policy, steps=args.steps, init=init, augment=args.augment,
+                     generator=torch.Generator().manual_seed(args.seed), env=env,
+                     independent_starts=independent)
     out: dict[str, Any] = {
         "policy": args.policy if policy is None else args.checkpoint,
         "backbone": lightning.config_class.backbone,
         "problem": args.problem, "num_customers": args.num_customers,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
-        "init": args.init,
+        "init": init, "starts": "independent" if independent else "shared",
         "initial_cost": float(result.initial_cost.mean()),
         "cost": float(result.best_cost.mean()), "seconds": result.seconds}
-    if args.reference == "pyvrp":
-        from pyg_routing.training.compare import reference_costs
-
+    if args.reference != "none":
         ref_cost = reference_costs(args.problem, args.num_customers, args.instances, args.seed,
-                                   args.time_limit, args.root)
+                                   args.time_limit, args.root, args.reference)
         gap = (result.best_cost.double() - ref_cost) / ref_cost
         out.update(reference_cost=float(ref_cost.mean()), gap_percent=float(100 * gap.mean()))
     return out

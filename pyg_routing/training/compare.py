@@ -28,7 +28,13 @@ import torch
 
 from pyg_routing import encodings
 from pyg_routing.training import backbones
-from pyg_routing.training.command import add_problem_options
+from pyg_routing.training.backbones import init_choices
+from pyg_routing.training.command import (
+    REFERENCE_METHODS,
+    add_problem_options,
+    add_reference_option,
+    reference_costs,
+)
 from pyg_routing.training.fit import (
     VAL_SEED_OFFSET,
     add_backbone_option,
@@ -84,13 +90,13 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--steps", type=count(0), default=500, help="improvement steps at test time")
     p.add_argument("--augment", type=count(1), default=1,
                    help="symmetric copies at test (1..8)")
-    p.add_argument("--init", choices=("random", "sweep", "nearest_neighbor"), default=None,
+    p.add_argument("--init", choices=init_choices(), default=None,
                    help="initial test solutions (default: those of training, random; "
                         "nearest_neighbor for VRPTW)")
     p.add_argument("--test-seed", type=int, default=1234, help="seed of the test instances")
-    p.add_argument("--reference", choices=("pyvrp", "none"), default="pyvrp")
+    add_reference_option(p)
     p.add_argument("--time-limit", type=positive, default=0.2,
-                   help="PyVRP seconds per instance")
+                   help="reference solver seconds per instance")
     p.add_argument("--root", default="data", help="dataset cache for the references")
     p.add_argument("--select", choices=("last", "best"), default="last",
                    help="checkpoint each run is tested with: last (default; the end of the "
@@ -98,17 +104,6 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--no-random", action="store_true", help="skip the random-move row")
     p.add_argument("--out", default="runs", help="folder for models, tables and the plot")
     p.add_argument("--json", action="store_true", help="print a JSON object")
-
-
-def reference_costs(problem: str, num_customers: int, count: int, seed: int,
-                    time_limit: float, root: str) -> torch.Tensor:
-    """``[count]`` PyVRP costs of ``make_generator(problem, n, seed).sample(count)``,
-    solved once and cached under ``root`` (a :class:`RoutingDataset`)."""
-    from pyg_routing.data.dataset import RoutingDataset
-
-    ref = RoutingDataset(root, problem, num_customers, count, seed=seed, solver="pyvrp",
-                         time_limit=time_limit, progress=False)
-    return torch.stack([d.cost() for d in ref]).double()
 
 
 def _device(args: argparse.Namespace) -> torch.device:
@@ -129,8 +124,10 @@ def _search(args: argparse.Namespace, policy: Any, reference: torch.Tensor | Non
     if policy is not None:
         policy = policy.to(device)
     gen = torch.Generator().manual_seed(args.test_seed)
+    lightning = backbones.get(args.backbone)
     res = improve(inst, policy, steps=args.steps, init=args.init, augment=args.augment,
-                  generator=gen, env=backbones.get(args.backbone).make_env())
+                  generator=gen, env=lightning.make_env(),
+                  independent_starts=lightning.config_class.independent_starts)
     cost = res.best_cost.double().cpu()
     row: dict[str, Any] = {"objective": float(cost.mean()),
                            "initial_objective": float(res.initial_cost.double().mean()),
@@ -157,13 +154,13 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     seeds = parse_seeds(args.seeds, args.seed)
     test_ref = None
     val_ref: dict[int, float] = {}
-    if args.reference == "pyvrp":
+    if args.reference != "none":
         test_ref = reference_costs(args.problem, args.num_customers, args.instances,
-                                   args.test_seed, args.time_limit, args.root)
+                                   args.test_seed, args.time_limit, args.root, args.reference)
         for seed in seeds:
             val_ref[seed] = float(reference_costs(
                 args.problem, args.num_customers, args.val_size, seed + VAL_SEED_OFFSET,
-                args.time_limit, args.root).mean())
+                args.time_limit, args.root, args.reference).mean())
     result: dict[str, Any] = {
         "setting": setting, "backbone": args.backbone, "out": str(out),
         "budget_minutes": args.budget_minutes, "max_epochs": args.epochs, "seeds": seeds,
@@ -177,7 +174,10 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "validation_reference": val_ref}
     if test_ref is not None:
         ref = paper.get("reference", (None, None))
-        result["rows"].append({"encoding": "reference", "method": "PyVRP (HGS)",
+        from pyg_routing.data.solvers.parallel import resolve_solver
+
+        method = REFERENCE_METHODS[resolve_solver(args.reference, args.problem)]
+        result["rows"].append({"encoding": "reference", "method": method,
                                "family": "Reference", "objective": float(test_ref.mean()),
                                "paper_objective": ref[0]})
     if not args.no_random:

@@ -84,6 +84,12 @@ class TrainConfig:
         choices=LOCAL_MPS)
     compiled: bool = option(False, "use torch.compile where no gradient flows", cli=False)
 
+    #: whether validation searches greedily (argmax actions) or samples
+    greedy_validation: ClassVar[bool] = True
+    #: whether test-time copies (augmentation) each start from their own initial
+    #: solution (:func:`pyg_routing.envs.improve`'s ``independent_starts``)
+    independent_starts: ClassVar[bool] = False
+
     #: fields that shape the weights or what the first layer reads: a resumed run
     #: must match its checkpoint in these
     ARCHITECTURE: ClassVar[tuple[str, ...]] = (

@@ -1,0 +1,134 @@
+"""N2S's two decoders: which pickup-delivery pair to remove, and where to put it back.
+
+Both read ``ĥ = h W_node + max_i(h_i) W_graph`` (N2S's decoder input) and squash their
+logits by ``clip * tanh`` before masking (N2S: 6). Written for speed without
+changing the function:
+
+* removal: the per-head bilinear forms ``q_x · k_y = h_x W_Q^h (W_K^h)^T h_y`` use the
+  folded ``[D, D]`` product ``W_Q^h (W_K^h)^T`` (one projection of all nodes instead of
+  two);
+* reinsertion: the query of a compatibility is folded into its key weights
+  (``u = W_K W_Q^T q``, scores ``h @ u``: no projection of all nodes per query); the
+  first layer of the pair MLP is separable (its inputs for ``(i, j)`` are 8 channels
+  of ``i`` and 8 of ``j``), so it is two ``[B, M, 32]`` products and a broadcast; and
+  only the ``P (2P - 1)`` allowed entries are scored
+  (:func:`~pyg_routing.functional.pickup_delivery.reinsertion_candidates`), not
+  all ``M^2``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+def _mlp(inputs: int, hidden: int = 32) -> nn.Sequential:
+    """N2S's scoring MLP ``inputs -> 32 -> 32 -> 1`` (ReLU)."""
+    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
+                         nn.ReLU(), nn.Linear(hidden, 1))
+
+
+def _uniform_(param: Tensor) -> None:
+    """N2S's init of its raw weight tensors: ``U(±1/sqrt(size(-1)))``."""
+    bound = 1.0 / math.sqrt(param.size(-1))
+    nn.init.uniform_(param, -bound, bound)
+
+
+class RemovalDecoder(nn.Module):
+    r"""Scores the removal of every pair (N2S Eqs. 12-13).
+
+    Per node ``i`` and head ``h``: ``s = q_pre·k_i + q_i·k_post - q_pre·k_post`` with
+    ``pre`` the predecessor of ``i`` and ``post`` its SECOND successor (N2S's choice);
+    per pair, the pickup's and the delivery's ``H`` scores and the ``history`` features
+    go through an MLP.
+
+    Shapes: ``h [B, M, D]`` (decoder input), ``succ [B, M]``, ``history [B, P, F]`` ->
+    ``[B, P]`` logits (before clipping and masking).
+    """
+
+    def __init__(self, dim: int, heads: int = 4, history: int = 4) -> None:
+        super().__init__()
+        self.dim, self.heads = dim, heads
+        self.query = nn.Parameter(torch.empty(heads, dim, dim))
+        self.key = nn.Parameter(torch.empty(heads, dim, dim))
+        self.score = _mlp(2 * heads + history)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _uniform_(self.query)
+        _uniform_(self.key)
+        for mod in self.score:
+            if isinstance(mod, nn.Linear):
+                mod.reset_parameters()
+
+    def forward(self, h: Tensor, succ: Tensor, history: Tensor) -> Tensor:
+        b, m, d = h.shape
+        p = (m - 1) // 2
+        pred = torch.empty_like(succ).scatter_(
+            1, succ, torch.arange(m, device=succ.device).expand_as(succ))
+        post = succ.gather(1, succ)
+        bilinear = self.query @ self.key.transpose(1, 2)                   # [H, D, D]
+        g = torch.einsum("bmd,hde->bhme", h, bilinear)                      # q_x · k_y = g_x · h_y
+        g_pre = g.gather(2, pred.view(b, 1, m, 1).expand(b, self.heads, m, d))
+        h_post = h.gather(1, post.unsqueeze(-1).expand(b, m, d)).unsqueeze(1)
+        hh = h.unsqueeze(1)
+        s = (g_pre * hh).sum(-1) + (g * h_post).sum(-1) - (g_pre * h_post).sum(-1)  # [B,H,M]
+        per_pair = torch.cat([s[:, :, 1:p + 1], s[:, :, p + 1:]], 1).transpose(1, 2)
+        feats = torch.cat([per_pair, history.to(per_pair.dtype)], -1)       # [B, P, 2H+F]
+        return self.score(feats).squeeze(-1)
+
+
+class ReinsertionDecoder(nn.Module):
+    r"""Scores the reinsertion places of the removed pair (N2S Eqs. 14-15).
+
+    Two unscaled multi-head compatibilities, ``after`` (query with node ``i``) and
+    ``before`` (query with ``succ(i)``), of the pickup's and the delivery's embeddings
+    give 16 channels per place ``(i, j)``: pickup-``after``/``before`` at ``i`` and
+    delivery-``after``/``before`` at ``j``; an MLP ``16 -> 32 -> 32 -> 1`` scores them.
+
+    Shapes: ``h [B, M, D]``, ``succ [B, M]``, ``pickup, delivery [B]``, ``first,
+    second [B, K]`` (the candidate places) -> ``[B, K]`` logits.
+    """
+
+    def __init__(self, dim: int, heads: int = 4, hidden: int = 32) -> None:
+        super().__init__()
+        self.dim, self.heads = dim, heads
+        # [after, before] x [query, key] weights, each [H, D, D] (N2S: key dim = D).
+        self.query = nn.Parameter(torch.empty(2, heads, dim, dim))
+        self.key = nn.Parameter(torch.empty(2, heads, dim, dim))
+        self.first = nn.Linear(4 * heads, hidden)
+        self.rest = nn.Sequential(nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                                  nn.Linear(hidden, 1))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _uniform_(self.query)
+        _uniform_(self.key)
+        self.first.reset_parameters()
+        for mod in self.rest:
+            if isinstance(mod, nn.Linear):
+                mod.reset_parameters()
+
+    def forward(self, h: Tensor, succ: Tensor, pickup: Tensor, delivery: Tensor,
+                first: Tensor, second: Tensor) -> Tensor:
+        b, m, d = h.shape
+        hh = self.heads
+        rows = torch.arange(b, device=h.device)
+        q = torch.stack([h[rows, pickup], h[rows, delivery]], 1)          # [B, 2, D]
+        # u[b, query, kind, head] = W_K^{kind,h} (W_Q^{kind,h})^T q: [B, 2, 2, H, D]
+        u = torch.einsum("bqd,khde,khfe->bqkhf", q, self.query, self.key)
+        scores = (h @ u.reshape(b, 4 * hh, d).transpose(1, 2)).view(b, m, 2, 2, hh)
+        after = scores[:, :, :, 0]                                         # at i
+        before = scores[:, :, :, 1].gather(                                # at succ(i)
+            1, succ.view(b, m, 1, 1).expand(b, m, 2, hh))
+        w = self.first.weight.view(-1, 2, 2, hh)                           # [F, side, kind, H]
+        side = torch.stack([after, before], 3)                             # [B, M, 2, 2, H]
+        # First layer, separable: pickup channels at i, delivery channels at j.
+        left = torch.einsum("bmkh,fkh->bmf", side[:, :, 0], w[:, 0]) + self.first.bias
+        right = torch.einsum("bmkh,fkh->bmf", side[:, :, 1], w[:, 1])
+        f = left.size(-1)
+        z = (left.gather(1, first.unsqueeze(-1).expand(-1, -1, f))
+             + right.gather(1, second.unsqueeze(-1).expand(-1, -1, f)))    # [B, K, F]
+        return self.rest(z).squeeze(-1)

@@ -1,0 +1,129 @@
+"""``N2SEncoder``: N2S's encoder (Synthesis Attention) with any of the 14 encodings.
+
+N2S embeds the node features (coordinates only) by a bias-free linear map and
+never adds a positional code to them: the solution enters as positional attention
+scores, computed once per forward and shared by all layers. Which encoding makes
+those scores is the one argument that changes (paper App. "HA-N2S configuration"):
+
+* node codes (IPE+XPE, N2S's own cyclic code ``dact_cpe``, SIN, Laplacian PE, ..., and
+  APE's learnable table): ``A_pos[h] = (g W_Q^h)(g W_K^h)^T`` (N2S's
+  ``MultiHeadPosCompat``, unscaled) of the code ``g [B, M, width]``;
+* bias encodings (RPE, ALiBi, SPD): their ``[B, H, M, M]`` bias IS ``A_pos``;
+* RoPE: no ``A_pos``; the node queries and keys are rotated by the tour position;
+* none: no ``A_pos`` (the MLP's positional inputs are zeros; its size is unchanged).
+
+The parameter count then differs between encodings only by the positional
+projection of node codes (``2 * width * dim``) and the bias modules' tables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from pyg_routing import encodings
+from pyg_routing.models.pe.parts import build_encoding
+from pyg_routing.models.synthesis_attention import SynthesisAttentionLayer
+from pyg_routing.transforms import EncodingInputs
+
+
+class N2SEncoder(nn.Module):
+    r"""N2S's encoder: ``h⁰ = x W`` (no bias), positional scores of the encoding
+    ``pe`` (see the module docstring), ``num_layers`` :class:`SynthesisAttentionLayer`\ s.
+
+    Args:
+        in_channels: node-feature width (2: coordinates, as in N2S).
+        dim: model width (N2S: 128). heads: attention heads (N2S: 4).
+        num_layers: layers (N2S: 3). ff_hidden: feed-forward width (N2S: 128).
+        pe: encoding name. pe_dim: width of node codes (N2S's CPE: 128).
+        num_bands: XPE bands. max_route_len: APE table size.
+        pe_kwargs: extra arguments of the encoding's transform or module.
+
+    Shapes: ``x [B, M, in_channels]``, ``pe [B, M, width]`` (node kinds but APE),
+    ``route_pos [B, M]`` (APE, bias, RoPE), ``route_id [B, M]`` (SPD) -> ``[B, M, dim]``.
+    """
+
+    def __init__(self, in_channels: int = 2, dim: int = 128, heads: int = 4,
+                 num_layers: int = 3, ff_hidden: int = 128, pe: str = "dact_cpe",
+                 pe_dim: int = 128, num_bands: int = 4, max_route_len: int = 512,
+                 **pe_kwargs: Any) -> None:
+        super().__init__()
+        spec = encodings.info(pe)
+        self.pe, self.kind = spec.name, spec.kind
+        self.in_channels, self.dim, self.heads = in_channels, dim, heads
+        parts = build_encoding(spec.name, dim=dim, heads=heads, pe_dim=pe_dim,
+                               num_bands=num_bands, max_route_len=max_route_len, **pe_kwargs)
+        self.node_pe, self.ape, self.bias = parts.node_pe, parts.ape, parts.bias
+        self.pe_width = parts.width
+        self.embed = nn.Linear(in_channels, dim, bias=False)
+        self.pos_query = self.pos_key = None
+        if self.pe_width:
+            self.pos_query = nn.Linear(self.pe_width, dim, bias=False)
+            self.pos_key = nn.Linear(self.pe_width, dim, bias=False)
+        self.layers = nn.ModuleList(
+            SynthesisAttentionLayer(dim, heads, ff_hidden, rotary=parts.rotary)
+            for _ in range(num_layers))
+        self.rotary = parts.rotary is not None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.embed.reset_parameters()
+        for mod in (self.pos_query, self.pos_key, self.ape, self.bias, *self.layers):
+            if mod is not None:
+                mod.reset_parameters()
+
+    def node_code(self, inputs: EncodingInputs) -> Tensor | None:
+        """The node code this encoder reads (the encoding seam), ``None`` for the
+        kinds that read positions instead (APE, bias, RoPE, none)."""
+        return None if self.node_pe is None else self.node_pe.code(inputs)
+
+    def train(self, mode: bool = True) -> N2SEncoder:
+        """Also switches the node transform's mode (Laplacian PE's sign flips)."""
+        super().train(mode)
+        if hasattr(self.node_pe, "train"):
+            self.node_pe.train(mode)
+        return self
+
+    def positional_scores(self, pe: Tensor | None, route_pos: Tensor | None,
+                          route_id: Tensor | None) -> Tensor | None:
+        """``A_pos [B, H, M, M]`` of the encoding (``None``: no positional scores)."""
+        if self.kind in ("bias", "rotary") or self.ape is not None:
+            if route_pos is None:
+                raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
+        if self.bias is not None:
+            rid = torch.zeros_like(route_pos) if route_id is None else route_id
+            return self.bias(route_pos, rid)
+        if self.ape is not None:
+            pe = self.ape(route_pos)
+        elif self.node_pe is None:
+            return None
+        elif pe is None:
+            raise ValueError(f"encoding {self.pe!r} needs its node code `pe` [B, M, width]")
+        if pe.size(-1) != self.pe_width:
+            raise ValueError(f"pe has {pe.size(-1)} channels, but N2SEncoder(pe={self.pe!r}) "
+                             f"was built for {self.pe_width}")
+        b, m, _ = pe.shape
+        g = pe.to(self.pos_query.weight.dtype)
+        q = self.pos_query(g).view(b, m, self.heads, -1).transpose(1, 2)
+        k = self.pos_key(g).view(b, m, self.heads, -1).transpose(1, 2)
+        return q @ k.transpose(-1, -2)
+
+    def forward_dense(self, x: Tensor, pe: Tensor | None = None,
+                      route_pos: Tensor | None = None,
+                      route_id: Tensor | None = None) -> Tensor:
+        """The encoder on ``B`` instances of ``M`` nodes: ``[B, M, dim]``."""
+        if x.size(-1) != self.in_channels:
+            raise ValueError(f"N2SEncoder(in_channels={self.in_channels}) got node features "
+                             f"of width {x.size(-1)}")
+        pos_scores = self.positional_scores(pe, route_pos, route_id)
+        h = self.embed(x)
+        position = route_pos if self.rotary else None
+        for layer in self.layers:
+            h = layer(h, pos_scores, position)
+        return h
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(in_channels={self.in_channels}, dim={self.dim}, "
+                f"heads={self.heads}, layers={len(self.layers)}, pe={self.pe!r})")

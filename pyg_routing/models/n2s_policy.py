@@ -1,0 +1,118 @@
+"""``N2SPolicy``: N2S's actor-critic (Synthesis Attention encoder, removal and
+reinsertion decoders, critic) with any encoding, for pair removal-reinsertion.
+
+The policy reads the observation of
+:class:`~pyg_routing.envs.PairReinsertionEnv` by duck typing (``x, pe, route_pos,
+route_id, succ, mask, history, extra``), so this module does not import the
+environments; the reinsertion places are the environment's own rule
+(:mod:`pyg_routing.functional.pickup_delivery`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.distributions import Categorical
+
+from pyg_routing.data.problems import Problem
+from pyg_routing.functional.pickup_delivery import candidate_index, reinsertion_candidates
+from pyg_routing.models.n2s_critic import N2SCritic
+from pyg_routing.models.n2s_decoders import ReinsertionDecoder, RemovalDecoder
+from pyg_routing.models.n2s_encoder import N2SEncoder
+from pyg_routing.models.pair_decoder import sample_categorical
+from pyg_routing.models.policy import ImprovementPolicy
+
+#: problems N2S's moves are defined for
+N2S_PROBLEMS = ("pdtsp",)
+
+
+class N2SPolicy(ImprovementPolicy):
+    r"""Actor-critic of N2S (Ma et al., IJCAI 2022) with the encoding as one argument.
+
+    Action ``[B, 3] = (pair, first, second)``: remove pair ``pair`` (sampled from
+    ``clip * tanh`` removal logits, ``obs.mask [B, P]``), reinsert its pickup after
+    ``first`` and its delivery after ``second`` (sampled among the allowed places).
+    ``log_prob`` is the sum of both choices'; ``entropy`` the sum of both
+    distributions' (N2S logs the reinsertion's only; it is not in the loss).
+
+    Args:
+        encoder: an :class:`N2SEncoder`.
+        clip: logit clipping ``C`` of both decoders (N2S: 6).
+        problem: the problem the policy is for (PDTSP).
+    """
+
+    def __init__(self, encoder: N2SEncoder, clip: float = 6.0,
+                 problem: str | Problem | None = "pdtsp") -> None:
+        super().__init__()
+        self.problem = None if problem is None else Problem.parse(problem).value
+        self.encoder = encoder
+        dim, heads = encoder.dim, encoder.heads
+        self.clip = clip
+        self.project_node = nn.Linear(dim, dim, bias=False)
+        self.project_graph = nn.Linear(dim, dim, bias=False)
+        self.removal = RemovalDecoder(dim, heads)
+        self.reinsertion = ReinsertionDecoder(dim, heads)
+        self.critic = N2SCritic(dim, heads)
+
+    @classmethod
+    def build(cls, problem: Any = "pdtsp", pe: str = "dact_cpe", dim: int = 128,
+              heads: int = 4, num_layers: int = 3, pe_dim: int = 128, num_bands: int = 4,
+              **encoder_kwargs: Any) -> N2SPolicy:
+        """A policy for ``problem`` (PDTSP) with encoding ``pe``; extra keyword
+        arguments go to :class:`N2SEncoder`."""
+        key = str(getattr(problem, "value", problem)).lower()
+        if key not in N2S_PROBLEMS:
+            raise ValueError(f"N2SPolicy supports {', '.join(N2S_PROBLEMS)}, not {problem!r}")
+        enc = N2SEncoder(in_channels=2, dim=dim, heads=heads, num_layers=num_layers, pe=pe,
+                         pe_dim=pe_dim, num_bands=num_bands, **encoder_kwargs)
+        return cls(enc, problem=key)
+
+    def reset_parameters(self) -> None:
+        for mod in (self.encoder, self.project_node, self.project_graph, self.removal,
+                    self.reinsertion, self.critic):
+            mod.reset_parameters()
+
+    def embed(self, obs: Any) -> Tensor:
+        """Node embeddings ``[B, M, dim]``."""
+        return self.encoder.forward_dense(obs.x, obs.pe, obs.route_pos, obs.route_id)
+
+    def decode(self, h: Tensor, obs: Any, action: Tensor | None, greedy: bool,
+               generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
+        """Pick (or score the given ``action [B, 3]``) a removal, then a reinsertion."""
+        b, m, _ = h.shape
+        p = (m - 1) // 2
+        hs = self.project_node(h) + self.project_graph(h.amax(1)).unsqueeze(1)
+        removal = self.clip * torch.tanh(self.removal(hs, obs.succ, obs.history).float())
+        removal = removal.masked_fill(~obs.mask, float("-inf"))
+        pair = self._pick(removal, greedy, generator) if action is None else action[:, 0]
+        pickup = pair + 1
+        delivery = pickup + p
+        rank = obs.route_pos
+        order = torch.empty_like(rank).scatter_(
+            1, rank, torch.arange(m, device=rank.device).expand_as(rank))
+        first, second = reinsertion_candidates(order, rank, pickup, delivery)     # [B, K]
+        place = self.reinsertion(hs, obs.succ, pickup, delivery, first, second).float()
+        place = self.clip * torch.tanh(place)
+        if action is None:
+            k = self._pick(place, greedy, generator)
+            action = torch.stack([pair, first.gather(1, k.unsqueeze(1)).squeeze(1),
+                                  second.gather(1, k.unsqueeze(1)).squeeze(1)], 1)
+        else:
+            k = candidate_index(rank, pickup, delivery, action[:, 1], action[:, 2])
+        d_pair, d_place = Categorical(logits=removal), Categorical(logits=place)
+        log_prob = d_pair.log_prob(pair) + d_place.log_prob(k)
+        return action, log_prob, d_pair.entropy() + d_place.entropy()
+
+    @staticmethod
+    def _pick(logits: Tensor, greedy: bool, generator: torch.Generator | None) -> Tensor:
+        if greedy:
+            return logits.argmax(-1)
+        return sample_categorical(torch.softmax(logits, -1), generator)
+
+    def critic_value(self, h: Tensor, obs: Any) -> Tensor:
+        return self.critic(h, obs.extra)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.encoder!r}, clip={self.clip})"

@@ -1,0 +1,97 @@
+"""N2S's Synthesis Attention layer and its instance normalisation.
+
+Synthesis Attention (Ma et al., IJCAI 2022, Sec. 4.1) mixes, per node pair and per
+head, the node-embedding attention score with a positional score by a small MLP
+before the softmax: ``softmax_j(MLP([q_i k_j ; pos_ij]))``. The positional scores
+``[B, H, M, M]`` come from the encoder (one per encoding, shared by all layers).
+
+The pair tensors stay channels-first (``[B, C, M * M]``) so the MLP over the channels
+is a matrix product with no permute copies; its first layer is split into the node
+and the positional halves, so a model without positional scores (No PE, RoPE) skips
+the zero half instead of multiplying it.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from pyg_routing.models.pe.rope import RotaryPE
+
+
+def instance_norm(x: Tensor, eps: float = 1e-5) -> Tensor:
+    """N2S's normalisation: per instance over all nodes and channels, no affine
+    parameters (``x [B, M, D]``). Not ``nn.LayerNorm`` (per node) nor BatchNorm."""
+    mean = x.mean((1, 2), keepdim=True)
+    var = x.var((1, 2), keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+class SynthesisAttentionLayer(nn.Module):
+    r"""One N2S encoder layer: Synthesis Attention, then a feed-forward block, each
+    with a residual connection and :func:`instance_norm`.
+
+    ``A_node[h] = (h W_Q^h)(h W_K^h)^T`` (unscaled, as in N2S), ``scores[h] =
+    MLP([A_node ; A_pos])`` with ``MLP: 2H -> 2H -> H`` (ReLU), ``softmax_j``, heads
+    ``@ V``, output projection.
+
+    Args:
+        dim: model width. heads: ``H``. ff_hidden: feed-forward width.
+        rotary: RoPE applied to the node queries and keys (``None``: none).
+
+    Shapes: ``h [B, M, dim]``, ``pos_scores [B, H, M, M]`` or ``None`` (zeros),
+    ``position [B, M]`` (RoPE) -> ``[B, M, dim]``.
+    """
+
+    def __init__(self, dim: int, heads: int = 4, ff_hidden: int = 128,
+                 rotary: RotaryPE | None = None) -> None:
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"dim={dim} must be divisible by heads={heads}")
+        self.dim, self.heads = dim, heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+        self.mix_node = nn.Linear(heads, 2 * heads)           # first MLP layer, node half
+        self.mix_pos = nn.Linear(heads, 2 * heads, bias=False)  # ... positional half
+        self.mix_out = nn.Linear(2 * heads, heads)
+        self.ff = nn.Sequential(nn.Linear(dim, ff_hidden, bias=False), nn.ReLU(),
+                                nn.Linear(ff_hidden, dim, bias=False))
+        self.rotary = rotary
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for mod in (self.qkv, self.out, self.mix_out, self.ff[0], self.ff[2]):
+            mod.reset_parameters()
+        # The two halves of one Linear(2H, 2H): PyTorch's bound for a fan-in of 2H.
+        bound = 1.0 / (2 * self.heads) ** 0.5
+        for w in (self.mix_node.weight, self.mix_node.bias, self.mix_pos.weight):
+            nn.init.uniform_(w, -bound, bound)
+
+    def scores(self, h: Tensor, pos_scores: Tensor | None, position: Tensor | None
+               ) -> tuple[Tensor, Tensor]:
+        """``(attention [B, H, M, M], values [B, H, M, dim / H])``."""
+        b, m, _ = h.shape
+        q, k, v = self.qkv(h).view(b, m, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        if self.rotary is not None:
+            if position is None:
+                raise ValueError("RoPE in Synthesis Attention needs the tour positions")
+            q, k = self.rotary(q, k, position)
+        a_node = (q @ k.transpose(-1, -2)).view(b, self.heads, m * m)
+        # Channels-first MLP over the 2H score channels of every pair.
+        z = torch.matmul(self.mix_node.weight, a_node) + self.mix_node.bias.view(1, -1, 1)
+        if pos_scores is not None:
+            z = z + torch.matmul(self.mix_pos.weight, pos_scores.reshape(b, self.heads, m * m))
+        s = torch.matmul(self.mix_out.weight, z.relu_()) + self.mix_out.bias.view(1, -1, 1)
+        return torch.softmax(s.view(b, self.heads, m, m), -1), v
+
+    def forward(self, h: Tensor, pos_scores: Tensor | None = None,
+                position: Tensor | None = None) -> Tensor:
+        b, m, _ = h.shape
+        attn, v = self.scores(h, pos_scores, position)
+        heads = (attn @ v).transpose(1, 2).reshape(b, m, self.dim)
+        h = instance_norm(h + self.out(heads))
+        return instance_norm(h + self.ff(h))
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, "
+                f"rotary={self.rotary is not None})")
