@@ -22,9 +22,11 @@ from pyg_routing.models.pe.rope import RotaryPE
 def instance_norm(x: Tensor, eps: float = 1e-5) -> Tensor:
     """N2S's normalisation: per instance over all nodes and channels, no affine
     parameters (``x [B, M, D]``). Not ``nn.LayerNorm`` (per node) nor BatchNorm."""
-    mean = x.mean((1, 2), keepdim=True)
-    var = x.var((1, 2), keepdim=True)
-    return (x - mean) / torch.sqrt(var + eps)
+    centred = x - x.mean((1, 2), keepdim=True)
+    # Unbiased, as N2S's ``x.var((1, 2))``; written out (``var`` over two dims is
+    # several times slower on CPU).
+    var = centred.square().sum((1, 2), keepdim=True) / (x.size(1) * x.size(2) - 1)
+    return centred * torch.rsqrt(var + eps)
 
 
 class SynthesisAttentionLayer(nn.Module):
@@ -77,12 +79,22 @@ class SynthesisAttentionLayer(nn.Module):
                 raise ValueError("RoPE in Synthesis Attention needs the tour positions")
             q, k = self.rotary(q, k, position)
         a_node = (q @ k.transpose(-1, -2)).view(b, self.heads, m * m)
-        # Channels-first MLP over the 2H score channels of every pair.
-        z = torch.matmul(self.mix_node.weight, a_node) + self.mix_node.bias.view(1, -1, 1)
+        # Channels-first MLP over the 2H score channels of every pair, as batched
+        # products with the weights broadcast over the batch (``matmul`` of a 2-D
+        # weight with a 3-D tensor would copy the pair tensor into rows first).
+        z = self._mix(self.mix_node, a_node, bias=True)
         if pos_scores is not None:
-            z = z + torch.matmul(self.mix_pos.weight, pos_scores.reshape(b, self.heads, m * m))
-        s = torch.matmul(self.mix_out.weight, z.relu_()) + self.mix_out.bias.view(1, -1, 1)
+            z = z + self._mix(self.mix_pos, pos_scores.reshape(b, self.heads, m * m))
+        s = self._mix(self.mix_out, z.relu_(), bias=True)
         return torch.softmax(s.view(b, self.heads, m, m), -1), v
+
+    @staticmethod
+    def _mix(linear: nn.Linear, x: Tensor, bias: bool = False) -> Tensor:
+        """``linear`` over the channels of ``x [B, C, P]``: ``[B, C', P]``."""
+        w = linear.weight.to(x.dtype).expand(x.size(0), -1, -1)
+        if not bias:
+            return torch.bmm(w, x)
+        return torch.baddbmm(linear.bias.to(x.dtype).view(1, -1, 1), w, x)
 
     def forward(self, h: Tensor, pos_scores: Tensor | None = None,
                 position: Tensor | None = None) -> Tensor:
