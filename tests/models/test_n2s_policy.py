@@ -1,0 +1,143 @@
+"""N2S's policy: every encoding, the folded decoders against N2S's formulas written
+plainly, allowed actions only, scoring a given action, batch equals one-by-one."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from pyg_routing import encodings
+from pyg_routing.data import PDTSPGenerator
+from pyg_routing.envs import PairReinsertionEnv
+from pyg_routing.models import N2SPolicy
+from pyg_routing.models.synthesis_attention import SynthesisAttentionLayer
+
+SMALL = dict(dim=16, heads=2, num_layers=2, pe_dim=8, num_bands=2)
+
+
+def _setting(pe="ipexpe", n=10, b=5, steps=3, seed=0):
+    torch.manual_seed(seed)
+    policy = N2SPolicy.build("pdtsp", pe=pe, **SMALL).eval()
+    env = PairReinsertionEnv()
+    gen = torch.Generator().manual_seed(seed)
+    state = env.reset(PDTSPGenerator(n, seed=seed).sample(b), "random", gen)
+    for _ in range(steps):
+        state, _ = env.step(state, env.random_action(state, generator=gen))
+    return policy, env, state
+
+
+@pytest.mark.parametrize("pe", list(encodings.available()))
+def test_every_encoding_acts_and_rescores_its_action(pe):
+    policy, env, state = _setting(pe)
+    obs = env.policy_observation(state, policy)
+    with torch.no_grad():
+        action, logp, ent, value = policy(obs, generator=torch.Generator().manual_seed(1))
+        _, again, ent2, _ = policy(obs, action=action)
+    assert torch.allclose(logp, again, atol=1e-5) and torch.allclose(ent, ent2)
+    assert torch.isfinite(logp).all() and (logp <= 0).all() and value.shape == (len(state),)
+    assert env.action_mask(state).gather(1, action[:, :1]).all()
+    place = env.reinsertion_mask(state, action[:, 0]).flatten(1)
+    m = state.num_nodes
+    assert place.gather(1, (action[:, 1] * m + action[:, 2])[:, None]).all()
+
+
+def test_parameter_counts_differ_only_by_the_positional_parts():
+    def count(pe, part=None):
+        torch.manual_seed(0)
+        policy = N2SPolicy.build("pdtsp", pe=pe, **SMALL)
+        module = policy if part is None else getattr(policy.encoder, part)
+        return sum(p.numel() for p in module.parameters())
+
+    base = count("none")
+    assert count("rope") == count("alibi") == base
+    width = {"ipexpe": 8 + 4, "dact_cpe": 8, "ape": 8}
+    for pe, w in width.items():
+        table = count(pe, "ape") if pe == "ape" else 0      # APE's learnable table
+        assert count(pe) == base + 2 * w * SMALL["dim"] + table
+    assert count("rpe") > base and count("spd") > base
+
+
+def test_synthesis_attention_without_positional_scores_equals_zero_scores():
+    layer = SynthesisAttentionLayer(16, 2, 16)
+    h = torch.randn(3, 7, 16)
+    assert torch.allclose(layer(h, None), layer(h, torch.zeros(3, 2, 7, 7)), atol=1e-6)
+
+
+def test_removal_decoder_equals_n2s_formula():
+    policy, env, state = _setting("dact_cpe")
+    obs = env.policy_observation(state, policy)
+    dec = policy.removal
+    h = torch.randn(len(state), state.num_nodes, SMALL["dim"])
+    got = dec(h, obs.succ, obs.history)
+    b, m, _ = h.shape
+    p = state.num_pairs
+    pred = torch.argsort(obs.succ, 1)        # succ is a permutation: argsort inverts it
+    post = obs.succ.gather(1, obs.succ)
+    rows = torch.arange(b)[:, None]
+    heads = []
+    for k in range(dec.heads):
+        q, key = h @ dec.query[k], h @ dec.key[k]
+        s = ((q[rows, pred] * key).sum(-1) + (q * key[rows, post]).sum(-1)
+             - (q[rows, pred] * key[rows, post]).sum(-1))
+        heads.append(s)
+    s = torch.stack(heads, -1)                                         # [B, M, H]
+    feats = torch.cat([s[:, 1:p + 1], s[:, p + 1:], obs.history], -1)
+    assert torch.allclose(got, dec.score(feats).squeeze(-1), atol=1e-4)
+
+
+def test_reinsertion_decoder_equals_n2s_formula_on_every_allowed_place():
+    policy, env, state = _setting("dact_cpe")
+    dec = policy.reinsertion
+    b, m, d = len(state), state.num_nodes, SMALL["dim"]
+    h = torch.randn(b, m, d)
+    pair = torch.randint(state.num_pairs, (b,), generator=torch.Generator().manual_seed(2))
+    pickup, delivery = pair + 1, pair + 1 + state.num_pairs
+    rows = torch.arange(b)
+    place = env.reinsertion_mask(state, pair).flatten(1)
+    first, second = place.nonzero(as_tuple=True)[1].view(b, -1).div(m, rounding_mode="floor"), \
+        place.nonzero(as_tuple=True)[1].view(b, -1) % m
+    got = dec(h, state.succ, pickup, delivery, first, second)
+
+    def compat(kind, q, keys):                        # N2S's MultiHeadCompat, unscaled
+        return torch.stack([((q @ dec.query[kind, k]).unsqueeze(1)
+                             * (keys @ dec.key[kind, k])).sum(-1)
+                            for k in range(dec.heads)], -1)            # [B, M, H]
+
+    h_next = h[rows[:, None], state.succ]
+    hp, hd = h[rows, pickup], h[rows, delivery]
+    left = torch.cat([compat(0, hp, h), compat(1, hp, h_next)], -1)       # at i
+    right = torch.cat([compat(0, hd, h), compat(1, hd, h_next)], -1)      # at j
+    table = torch.cat([left[:, :, None].expand(b, m, m, -1),
+                       right[:, None].expand(b, m, m, -1)], -1)          # [B, M, M, 16]
+    z = F.relu(dec.first(table))
+    want = dec.out(F.relu(dec.hidden(z))).squeeze(-1)
+    assert torch.allclose(got, want[rows[:, None], first, second], atol=1e-4)
+
+
+def test_batch_equals_one_by_one_and_batch_of_one_works():
+    policy, env, state = _setting("ipexpe", b=4)
+    obs = env.policy_observation(state, policy)
+    with torch.no_grad():
+        action, logp, _, value = policy(obs, greedy=True)
+        for i in range(len(state)):
+            one = env.policy_observation(state[i], policy)
+            a1, lp1, _, v1 = policy(one, greedy=True)
+            assert torch.equal(a1, action[i:i + 1])
+            assert torch.allclose(lp1, logp[i:i + 1], atol=1e-5)
+            assert torch.allclose(v1, value[i:i + 1], atol=1e-5)
+
+
+def test_gradients_reach_the_encoding_and_both_decoders():
+    policy, env, state = _setting("ipexpe")
+    policy.train()
+    obs = env.policy_observation(state, policy)
+    _, logp, _, value = policy(obs, generator=torch.Generator().manual_seed(0))
+    (logp.sum() + value.sum()).backward()
+    for name in ("encoder.pos_query.weight", "removal.query", "reinsertion.key",
+                 "reinsertion.first.weight", "critic.value.0.weight"):
+        grad = dict(policy.named_parameters())[name].grad
+        assert grad is not None and grad.abs().sum() > 0, name
+
+
+def test_build_refuses_other_problems():
+    with pytest.raises(ValueError, match="N2SPolicy supports pdtsp, not 'cvrp'"):
+        N2SPolicy.build("cvrp")

@@ -1,0 +1,145 @@
+"""N2S on the shared n-step PPO: configuration defaults and refusals, smoke training,
+exact resume, the train/evaluate/compare commands and their errors."""
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("lightning")
+import lightning as L  # noqa: E402
+
+from pyg_routing.cli import main  # noqa: E402
+from pyg_routing.training import (  # noqa: E402
+    N2SConfig,
+    N2SLightning,
+    RoutingDataModule,
+    load_policy,  # noqa: E402
+)
+from pyg_routing.training.n2s import size_settings  # noqa: E402
+from tests.helpers import TINY, TINY_DATA, tiny_argv  # noqa: E402
+
+N2S_TINY = {**TINY, "t_train": 4, "n_step": 2}
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", ".*does not have many workers.*")
+        warnings.filterwarnings("ignore", ".*GPU available.*")
+        yield
+
+
+def _model(**kw):
+    torch.manual_seed(0)
+    return N2SLightning(problem="pdtsp", pe="ipexpe", **{**N2S_TINY, **kw})
+
+
+def _dm():
+    return RoutingDataModule("pdtsp", num_customers=TINY["num_customers"],
+                             batch_size=TINY["batch_size"], seed=TINY["seed"], **TINY_DATA)
+
+
+def _trainer(**kw):
+    args = dict(max_epochs=1, limit_train_batches=2, limit_val_batches=1, logger=False,
+                enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+                deterministic=True, enable_checkpointing=False, num_sanity_val_steps=0)
+    return L.Trainer(**{**args, **kw})
+
+
+def test_config_has_n2s_defaults_and_per_size_settings():
+    cfg = N2SConfig()
+    assert (cfg.problem, cfg.pe, cfg.dim, cfg.heads, cfg.num_layers, cfg.pe_dim) == \
+        ("pdtsp", "dact_cpe", 128, 4, 3, 128)
+    assert (cfg.lr_actor, cfg.lr_critic, cfg.gamma, cfg.n_step, cfg.ppo_epochs, cfg.clip,
+            cfg.t_train, cfg.batch_size, cfg.init) == (8e-5, 2e-5, 0.999, 5, 3, 0.1, 250, 600,
+                                                        "random")
+    assert (cfg.warm_up, cfg.max_grad_norm) == (2.0, 0.05)
+    assert size_settings(50) == (1.5, 0.15) and size_settings(100) == (1.0, 0.3)
+    assert size_settings(30) == (1.5, 0.15) and size_settings(200) == (1.0, 0.3)
+    big = N2SConfig(num_customers=100, warm_up=0.0, max_grad_norm=None)
+    assert (big.warm_up, big.max_grad_norm) == (0.0, None)       # explicit values win
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"problem": "cvrp"}, "supports pdtsp, not 'cvrp'"),
+    ({"local_mp": "none"}, "--local-mp is an option of the GPS encoder"),
+    ({"pe_init": "default"}, "--pe-init is an option of the GPS encoder"),
+    ({"max_grad_norm": -3.0}, "--max-grad-norm must be > 0"),
+    ({"warm_up": -2.0}, "--warm-up must be >= 0"),
+    ({"init": "sweep"}, "unknown init 'sweep'"),
+])
+def test_config_refusals_name_the_option(bad, match):
+    with pytest.raises(ValueError, match=match):
+        N2SConfig(**bad)
+
+
+def test_smoke_training_changes_parameters_and_logs_finite():
+    model = _model()
+    before = [p.detach().clone() for p in model.parameters()]
+    trainer = _trainer()
+    trainer.fit(model, datamodule=_dm())
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    logged = trainer.callback_metrics
+    for key in ("train/loss", "train/reward", "val/cost"):
+        assert torch.isfinite(logged[key]), key
+
+
+@pytest.mark.slow
+def test_resume_is_exact(tmp_path):
+    straight = _model()
+    _trainer(max_epochs=2, limit_train_batches=1).fit(straight, datamodule=_dm())
+    first = _model()
+    t1 = _trainer(max_epochs=1, limit_train_batches=1)
+    t1.fit(first, datamodule=_dm())
+    t1.save_checkpoint(tmp_path / "epoch0.ckpt")
+    resumed = _model()
+    _trainer(max_epochs=2, limit_train_batches=1).fit(resumed, datamodule=_dm(),
+                                                       ckpt_path=tmp_path / "epoch0.ckpt")
+    for a, b in zip(straight.parameters(), resumed.parameters()):
+        assert torch.equal(a, b)
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def n2s_checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    argv = ["train", "--backbone", "n2s", "--problem", "pdtsp", "--pe", "ipexpe", "--out",
+            str(out), *tiny_argv(epochs=1, t_train=4, n_step=2)]
+    assert main(argv) == 0
+    return str(sorted(Path(out).rglob("last.ckpt"))[0])
+
+
+@pytest.mark.slow
+def test_train_and_evaluate_with_augmented_independent_starts(n2s_checkpoint, tmp_path, capsys):
+    code, out, err = _run(capsys, "evaluate", "--checkpoint", n2s_checkpoint, "--problem",
+                          "pdtsp", "--num-customers", "8", "--instances", "3", "--steps", "6",
+                          "--augment", "8", "--reference", "ortools", "--time-limit", "0.2",
+                          "--root", str(tmp_path), "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["backbone"] == "n2s" and res["init"] == "random"
+    assert res["starts"] == "independent"
+    assert res["cost"] <= res["initial_cost"] + 1e-9 and res["gap_percent"] > -1e-6
+    policy = load_policy(n2s_checkpoint, expect_problem="pdtsp", expect_backbone="n2s")
+    assert type(policy).__name__ == "N2SPolicy"
+
+
+@pytest.mark.slow
+def test_foreign_checkpoints_and_unsupported_problems_are_clear_errors(n2s_checkpoint, capsys):
+    with pytest.raises(ValueError, match="trained with backbone 'n2s', but 'dact'"):
+        load_policy(n2s_checkpoint, expect_backbone="dact")
+    code, _, err = _run(capsys, "evaluate", "--checkpoint", n2s_checkpoint, "--problem", "tsp",
+                        "--num-customers", "8", "--reference", "none")
+    assert code == 2 and "trained with problem 'pdtsp'" in err
+    code, _, err = _run(capsys, "train", "--backbone", "n2s", "--problem", "cvrp",
+                        *tiny_argv(epochs=1, t_train=4, n_step=2))
+    assert code == 2 and "supports pdtsp, not 'cvrp'" in err
+    assert "Traceback" not in err
