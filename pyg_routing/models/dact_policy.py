@@ -18,8 +18,9 @@ from pyg_routing.models.pair_decoder import PairDecoder, ValueHead
 from pyg_routing.models.policy import ImprovementPolicy
 
 #: node-feature width of the 2-opt environment per problem
-#: (``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``).
-IN_CHANNELS = {"tsp": 6, "cvrp": 6, "vrptw": 9}
+#: (``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``; PDTSP: ``x, y,
+#: role, load, partner x, partner y, is_depot``).
+IN_CHANNELS = {"tsp": 6, "cvrp": 6, "vrptw": 9, "pdtsp": 7}
 
 
 class ObservationLike(Protocol):

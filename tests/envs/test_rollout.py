@@ -108,7 +108,7 @@ def test_log_prob_has_gradients_and_empty_mask_raises():
     pol.reset_parameters()
     assert DACTPolicy.build("vrptw", pe="none").encoder.in_channels == 9
     with pytest.raises(ValueError, match="supports"):
-        DACTPolicy.build("pdtsp")
+        DACTPolicy.build("pcvrp")
 
 
 def test_rwse_on_merged_depot_copies_matches_the_transform():

@@ -120,8 +120,9 @@ def test_improve_refuses_bad_input_by_name():
     over[1, 3] = 10 * float(inst.capacity[1])
     with pytest.raises(InvalidInstanceError, match="instance 1"):
         improve(replace(inst, demand=over), steps=1)
-    with pytest.raises(UnsupportedProblemError, match="supports tsp, cvrp, vrptw, not 'pdtsp'"):
-        improve(make_generator("pdtsp", 10, seed=0).sample(2), steps=1)
+    with pytest.raises(UnsupportedProblemError,
+                       match="supports tsp, cvrp, vrptw, pdtsp, not 'pcvrp'"):
+        improve(make_generator("pcvrp", 10, seed=0).sample(2), steps=1)
     pol = DACTPolicy.build("tsp", pe="none", dim=16, heads=2, num_layers=1)
     with pytest.raises(ValueError, match="built for 'tsp', but the instances are 'cvrp'"):
         improve(inst, pol, steps=1)

@@ -46,7 +46,7 @@ def test_the_module_saves_its_config_and_its_backbone():
     (dict(local_mp="both"), "unknown local_mp 'both'"),
     (dict(pe="fourier"), "unknown encoding 'fourier'"),
     (dict(init="sweep2"), "unknown init 'sweep2'"),
-    (dict(problem="pdtsp"), "supports tsp, cvrp, vrptw, not 'pdtsp'"),
+    (dict(problem="pcvrp"), "supports tsp, cvrp, vrptw, pdtsp, not 'pcvrp'"),
 ])
 def test_bad_hyper_parameters_are_refused_by_option_name(options, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -54,9 +54,9 @@ def test_bad_hyper_parameters_are_refused_by_option_name(options, message):
 
 
 def test_the_registry_feeds_the_backbone_option():
-    assert backbones.available() == {"dact": "tsp, cvrp, vrptw"}
+    assert backbones.available() == {"dact": "tsp, cvrp, vrptw, pdtsp", "n2s": "pdtsp"}
     assert backbones.get("dact") is DACTLightning
-    with pytest.raises(ValueError, match="unknown backbone 'n3s'; choose from dact"):
+    with pytest.raises(ValueError, match="unknown backbone 'n3s'; choose from dact, n2s"):
         backbones.get("n3s")
     for command in ("train", "evaluate", "compare"):
         parser = build_parser()._subparsers._group_actions[0].choices[command]
@@ -85,7 +85,7 @@ def test_cli_usage_errors_are_one_line(argv, message, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["train", "--batch-size", "0"], "--batch-size must be >= 1, got 0"),
     (["train", "--heads", "3"], "--heads 3 must divide --dim 64"),
-    (["train", "--problem", "pdtsp"], "supports tsp, cvrp, vrptw, not 'pdtsp'"),
+    (["train", "--problem", "pcvrp"], "supports tsp, cvrp, vrptw, pdtsp, not 'pcvrp'"),
     (["train", "--devices", "x"], "--devices must be an integer or 'auto', got 'x'"),
     (["evaluate", "--augment", "9", "--policy", "random", "--reference", "none",
       "--instances", "1", "--steps", "1"], "augment must be an integer in 1..8, got 9"),

@@ -64,7 +64,7 @@ def test_datamodule_is_seeded_and_changes_per_epoch():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("problem", ["cvrp", "tsp"])
+@pytest.mark.parametrize("problem", ["cvrp", "tsp", "pdtsp"])
 def test_smoke_training_changes_parameters_and_logs_finite(tmp_path, problem):
     model = _model(problem)
     before = [p.detach().clone() for p in model.parameters()]

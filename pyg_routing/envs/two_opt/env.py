@@ -18,7 +18,9 @@ from pyg_routing.envs.two_opt.state import TwoOptState
 
 class TwoOptEnv(ImprovementEnv):
     """2-opt moves on one giant cycle with depot copies (DACT; see
-    :mod:`pyg_routing.envs.two_opt.moves`) for TSP, CVRP and VRPTW.
+    :mod:`pyg_routing.envs.two_opt.moves`) for TSP, CVRP, VRPTW and PDTSP (segment
+    reversals that keep every pickup before its delivery,
+    :mod:`pyg_routing.envs.two_opt.precedence`).
 
     Actions are ``[B, 2]`` node pairs ``(i, j)``; the mask is ``[B, M, M]``.
 
@@ -29,7 +31,8 @@ class TwoOptEnv(ImprovementEnv):
     """
 
     name: ClassVar[str] = "two_opt"
-    problems: ClassVar[tuple[Problem, ...]] = (Problem.TSP, Problem.CVRP, Problem.VRPTW)
+    problems: ClassVar[tuple[Problem, ...]] = (Problem.TSP, Problem.CVRP, Problem.VRPTW,
+                                               Problem.PDTSP)
     inits: ClassVar[tuple[str, ...]] = moves.INITS
 
     def __init__(self, num_depots: int | None = None, extra_depots: int = 2) -> None:

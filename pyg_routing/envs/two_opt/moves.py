@@ -1,4 +1,4 @@
-"""DACT-style 2-opt improvement environment for TSP, CVRP and VRPTW.
+"""DACT-style 2-opt improvement environment for TSP, CVRP, VRPTW and PDTSP.
 
 Formulation (Ma et al., DACT, NeurIPS 2021): a CVRP solution is ONE giant cycle
 through the customers and ``K`` depot copies ("dummy depots"); each copy opens a
@@ -14,7 +14,9 @@ tensor ops: no Python loop over nodes or instances. ``M = K + N - 1``.
 VRPTW: the capacity mask plus an exact segment-based time-window mask
 (:func:`pyg_routing.envs.two_opt.time_windows.two_opt_time_window_mask`: max-plus segment
 summaries of prefixes, suffixes and, by a sparse table, of every reversed segment),
-``O(M^2 log M)`` per instance with no size limit. The brute force it replaces (every
+``O(M^2 log M)`` per instance with no size limit. PDTSP: one tour (``K = 1``) and the
+precedence mask of :mod:`.precedence` (no request with both ends in the reversed
+segment), ``O(M^2)``. The brute force it replaces (every
 move applied, arrival times scanned; ``O(M^3 log M)``, only for
 ``M <= TW_MAX_NODES``) is kept as ``_time_window_mask_brute_force``, the reference of
 the tests.
@@ -38,8 +40,10 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.data.route_quantities import route_quantities as _route_quantities
 from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
+from pyg_routing.envs.two_opt.precedence import pdtsp_features, precedence_mask
 from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
 from pyg_routing.envs.two_opt.time_windows import two_opt_time_window_mask
+from pyg_routing.functional.pickup_delivery import random_feasible_orders
 from pyg_routing.functional.route_pe import ipexpe
 
 INITS = ("sweep", "nearest_neighbor", "random")
@@ -52,45 +56,54 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
     """Initial state from ``B`` instances of ``N`` nodes (node 0 = depot).
 
     Args:
-        instances: TSP or CVRP instances.
-        init: ``"sweep"`` (CVRP only; TSP and VRPTW use nearest neighbour),
+        instances: TSP, CVRP, VRPTW or PDTSP instances.
+        init: ``"sweep"`` (CVRP only; the others use nearest neighbour),
             ``"nearest_neighbor"`` or ``"random"`` (random customer order, cut
-            greedily by capacity).
+            greedily by capacity; PDTSP: a uniformly random feasible tour).
         num_depots: ``K``; default see the module docstring.
         extra_depots: spare route slots above the capacity lower bound (CVRP).
         generator: RNG of ``init="random"``.
 
     Raises:
-        NotImplementedError: problems other than TSP, CVRP and VRPTW.
+        NotImplementedError: problems other than TSP, CVRP, VRPTW and PDTSP.
         ValueError: unknown ``init``, ``init="random"`` for VRPTW, or
             ``num_depots`` below the initial routes.
     """
     from pyg_routing.data.solvers.constructive import nearest_neighbor, sweep
 
     prob = instances.problem
-    if prob not in (Problem.TSP, Problem.CVRP, Problem.VRPTW):
+    if prob not in (Problem.TSP, Problem.CVRP, Problem.VRPTW, Problem.PDTSP):
         raise NotImplementedError(
-            f"the 2-opt environment supports tsp, cvrp and vrptw, not {prob.value!r}")
+            f"the 2-opt environment supports tsp, cvrp, vrptw and pdtsp, not {prob.value!r}")
     if init not in INITS:
         raise ValueError(f"unknown init {init!r}; choose from {INITS}")
     if init == "random" and prob is Problem.VRPTW:
         raise ValueError("init='random' would violate time windows; use 'nearest_neighbor'")
     b, n = instances.pos.shape[:2]
     dev = instances.device
-    if prob is Problem.TSP:
+    single = prob.single_route
+    if single:
         demand = instances.pos.new_zeros(b, n)
         cap = torch.full((b,), math.inf, dtype=instances.pos.dtype, device=dev)
     else:
         demand, cap = instances.demand.to(instances.pos.dtype), instances.capacity.reshape(b)
         cap = cap.to(instances.pos.dtype)
-    if init == "random":
+    pairs = None
+    if prob is Problem.PDTSP:
+        pairs = instances.pickup_delivery_index.to(dev).expand(b, 2, -1).clone()
+    if init == "random" and pairs is not None:
+        # Uniform over the feasible tours, drawn in the standard layout (pickup r,
+        # delivery r + P) and relabelled into the instances' own ids.
+        label = torch.cat([pairs.new_zeros(1), pairs[0, 0], pairs[0, 1]])
+        order, routes = label[random_feasible_orders(b, pairs.size(2), generator, dev)], 1
+    elif init == "random":
         order, routes = _random_order(demand, cap, generator)
     else:
         # sweep is CVRP-only; TSP and VRPTW start from nearest neighbour instead.
         tours = sweep(instances) if init == "sweep" and prob is Problem.CVRP \
             else nearest_neighbor(instances)
         order, routes = _order_from_tours(tours, n)
-    if prob is Problem.TSP:
+    if single:
         k = 1
     else:
         bound = int(torch.ceil((demand.double().sum(1) / cap.double()).max()).item())
@@ -115,7 +128,7 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
     return TwoOptState(prob, k, pos, dem, cap, order, succ_from_order(order),
                        rank_from_order(order), cost, cost.clone(), order.clone(),
                        torch.full((b, 2), -1, dtype=torch.long, device=dev),
-                       time_window=tw, service_time=st)
+                       time_window=tw, service_time=st, pairs=pairs)
 
 
 def _order_from_tours(tours: Tensor, n: int) -> tuple[Tensor, int]:
@@ -262,6 +275,8 @@ def action_mask(state: TwoOptState) -> Tensor:
         ok |= ridx.unsqueeze(2) == ridx.unsqueeze(1)
         if state.problem is Problem.VRPTW:
             ok &= two_opt_time_window_mask(state)
+    elif state.problem is Problem.PDTSP:
+        ok = precedence_mask(state)
     else:
         ok = torch.ones(b, m, m, dtype=torch.bool, device=dev)
     # No-op moves and the undo are O(B * M) entries: write them into the flat mask.
@@ -330,7 +345,10 @@ def node_features(state: TwoOptState) -> Tensor:
     """DACT-style node features ``[B, M, 6]``: ``x, y, demand / C, upto / C,
     after / C, is_depot`` (load columns are the route-load features of DACT's
     CVRP; all demand/load columns are 0 for TSP). VRPTW appends ``e, l, s``
-    divided by the depot's closing time: ``[B, M, 9]``."""
+    divided by the depot's closing time: ``[B, M, 9]``. PDTSP:
+    :func:`.precedence.pdtsp_features`, ``[B, M, 7]``."""
+    if state.problem is Problem.PDTSP:
+        return pdtsp_features(state)
     dep = state.depot_mask.to(state.pos.dtype).unsqueeze(-1)
     if state.problem is Problem.TSP:
         zeros = state.pos.new_zeros(*state.order.shape, 3)

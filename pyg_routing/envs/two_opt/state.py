@@ -37,7 +37,7 @@ class TwoOptState(BatchedState):
     """Batch of ``B`` solutions on ``M = K + N - 1`` nodes (see the module docstring).
 
     Attributes:
-        problem: the routing problem (TSP or CVRP).
+        problem: the routing problem (TSP, CVRP, VRPTW or PDTSP).
         num_depots: ``K``, the number of depot copies (same for the whole batch).
         pos: ``[B, M, 2]`` coordinates (depot copies at the depot).
         demand: ``[B, M]`` float demands, 0 at the depot copies (zeros for TSP).
@@ -53,6 +53,8 @@ class TwoOptState(BatchedState):
         steps: number of steps taken.
         time_window: ``[B, M, 2]`` (VRPTW; depot copies carry the depot's window).
         service_time: ``[B, M]`` (VRPTW; 0 at the depot copies).
+        pairs: ``[B, 2, P]`` long node ids of the requests' pickups (row 0) and
+            deliveries (row 1) (PDTSP; ``K = 1``, so state ids are instance ids).
     """
 
     problem: Problem
@@ -70,6 +72,7 @@ class TwoOptState(BatchedState):
     steps: int = 0
     time_window: Tensor | None = None
     service_time: Tensor | None = None
+    pairs: Tensor | None = None
 
     BEST_FIELDS: ClassVar[tuple[str, ...]] = ("best_cost", "best_order")
 
