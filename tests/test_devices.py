@@ -44,3 +44,51 @@ def test_encoder_runs_on_the_device(device, pe):
     enc = GPSEncoder(2, 16, 2, 1, pe=pe, pe_dim=8).to(device)
     out = enc(batch)
     assert out.device.type == device and torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("backbone", ["n2s", "dact"])
+def test_pdtsp_search_on_the_device_matches_the_cpu(device, backbone):
+    """Greedy search from the same given tours: the device's moves are the CPU's."""
+    from pyg_routing.envs import PairReinsertionEnv, TwoOptEnv, improve
+    from pyg_routing.models import DACTPolicy, N2SPolicy
+
+    inst = make_generator("pdtsp", 10, seed=3).sample(3)
+    torch.manual_seed(0)
+    if backbone == "n2s":
+        policy, env = N2SPolicy.build("pdtsp", pe="ipexpe", dim=16, heads=2, num_layers=1), \
+            PairReinsertionEnv()
+    else:
+        policy, env = DACTPolicy.build("pdtsp", pe="ipexpe", dim=16, heads=2, num_layers=1), \
+            TwoOptEnv()
+    runs = []
+    for dev in ("cpu", device):
+        res = improve(inst.to(dev), policy.to(dev), steps=6, init="nearest_neighbor",
+                      greedy=True, env=env)
+        assert res.best_cost.device.type == dev
+        runs.append(res)
+    assert runs[0].routes == runs[1].routes
+    torch.testing.assert_close(runs[1].best_cost.cpu(), runs[0].best_cost, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("precision", ["32-true", "16-mixed", "bf16-mixed"])
+def test_n2s_and_dact_train_on_cuda_with_mixed_precision(tmp_path, precision):
+    import math
+
+    import lightning as L
+
+    from pyg_routing.training import DACTLightning, N2SLightning, RoutingDataModule
+
+    for cls in (N2SLightning, DACTLightning):
+        torch.manual_seed(0)
+        model = cls(problem="pdtsp", num_customers=8, pe="ipexpe", dim=16, heads=2,
+                    num_layers=1, batch_size=4, t_train=4, n_step=2, val_steps=3, warm_up=1.0)
+        data = RoutingDataModule("pdtsp", 8, batch_size=4, batches_per_epoch=2, val_size=4)
+        trainer = L.Trainer(max_epochs=1, accelerator="gpu", devices=1, precision=precision,
+                            logger=False, enable_progress_bar=False, enable_model_summary=False,
+                            enable_checkpointing=False, num_sanity_val_steps=0,
+                            default_root_dir=tmp_path)
+        trainer.fit(model, datamodule=data)
+        for key in ("train/reward", "val/cost"):
+            assert math.isfinite(float(trainer.callback_metrics[key])), (cls.__name__, key)

@@ -96,11 +96,12 @@ class RoutingData(Data):
         validate_instance(prob, fields["pos"], fields["demand"], fields["capacity"],
                           fields["time_window"], fields["service_time"], fields["prize"],
                           fields["pickup_delivery_index"], label)
-        n = fields["pos"].size(0)
-        depot = torch.zeros(n, dtype=torch.bool)
+        n, dev = fields["pos"].size(0), fields["pos"].device
+        depot = torch.zeros(n, dtype=torch.bool, device=dev)
         depot[0] = True
         data = cls(**{k: v for k, v in fields.items() if v is not None})
-        data.depot_angle = depot_angle(data.pos, torch.zeros(n, dtype=torch.long), depot)
+        data.depot_angle = depot_angle(data.pos, torch.zeros(n, dtype=torch.long, device=dev),
+                                       depot)
         data.problem = prob.value
         if name is not None:
             data.name = str(name)
@@ -116,8 +117,8 @@ class RoutingData(Data):
                                                  torch.float64, label)
                 data.raw_service_time = as_tensor(raw_service_time, "raw_service_time",
                                                   torch.float64, label)
-        data.scale = torch.tensor([float(scale)], dtype=torch.float64)
-        data.rounding = torch.tensor([ROUNDING_CODES[rounding]])
+        data.scale = torch.tensor([float(scale)], dtype=torch.float64, device=dev)
+        data.rounding = torch.tensor([ROUNDING_CODES[rounding]], device=dev)
         return data
 
     @classmethod

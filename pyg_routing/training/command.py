@@ -95,7 +95,18 @@ def add_evaluate_parser(sub: Any) -> None:
     p.add_argument("--time-limit", type=positive, default=1.0,
                    help="reference solver seconds per instance")
     p.add_argument("--root", default="data", help="dataset cache for the reference")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the search runs (auto: cuda when available)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
+
+
+def search_device(choice: str) -> torch.device:
+    """The device of ``--device``: ``auto`` takes CUDA when available."""
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available")
+    if choice == "auto":
+        choice = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(choice)
 
 
 def run_train(args: argparse.Namespace) -> dict[str, Any]:
@@ -109,6 +120,7 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     from pyg_routing.training import backbones
 
     policy = None
+    device = search_device(args.device)
     lightning = backbones.get(args.backbone)
     if args.policy == "checkpoint":
         if args.checkpoint is None:
@@ -124,8 +136,11 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
         policy = backbones.load_policy(args.checkpoint, expect_problem=args.problem,
                                        compiled=True if args.compile else None,
                                        checkpoint=ckpt)
+    # sampled on the CPU: the same instances (and cached reference) on every device
     instances = make_generator(args.problem, args.num_customers, seed=args.seed).sample(
-        args.instances)
+        args.instances).to(device)
+    if policy is not None:
+        policy = policy.to(device)
     env = lightning.make_env()
     init = args.init or env.inits[0]
     independent = lightning.config_class.independent_starts if args.starts is None \
@@ -139,11 +154,11 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "problem": args.problem, "num_customers": args.num_customers,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": init, "starts": "independent" if independent else "shared",
-        "initial_cost": float(result.initial_cost.mean()),
+        "device": device.type, "initial_cost": float(result.initial_cost.mean()),
         "cost": float(result.best_cost.mean()), "seconds": result.seconds}
     if args.reference != "none":
         ref_cost = reference_costs(args.problem, args.num_customers, args.instances, args.seed,
                                    args.time_limit, args.root, args.reference)
-        gap = (result.best_cost.double() - ref_cost) / ref_cost
+        gap = (result.best_cost.double().cpu() - ref_cost) / ref_cost
         out.update(reference_cost=float(ref_cost.mean()), gap_percent=float(100 * gap.mean()))
     return out

@@ -96,6 +96,15 @@ def test_cli_option_errors_are_one_line(argv, message, capsys):
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal needs a machine without CUDA")
+def test_evaluate_on_cuda_without_cuda_is_one_line(capsys):
+    argv = ["evaluate", "--policy", "random", "--reference", "none", "--instances", "1",
+            "--steps", "1", "--device", "cuda"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--device cuda: no CUDA device is available" in err and err.count("\n") == 1
+
+
 def test_a_corrupt_or_foreign_checkpoint_is_one_line_naming_the_file(tmp_path, capsys):
     bad = tmp_path / "bad.ckpt"
     bad.write_text("not a checkpoint")
