@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from pyg_routing.data.generators import PROBLEMS
+from pyg_routing.data.presets import PRESETS
 from pyg_routing.errors import RoutingError
 from pyg_routing.probes.command import add_probe_parser, render_probe, run_probe
 from pyg_routing.training.command import (
@@ -36,6 +37,12 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
                    help="customer layout")
     p.add_argument("--capacity", type=float, default=None,
                    help="vehicle capacity (default: the paper's C(n))")
+    p.add_argument("--preset", choices=tuple(PRESETS), default="paper",
+                   help="data family: paper (App. F), nds (NDS's data), nds_low_capacity, "
+                        "nds_clustered (Tab. 6 shifts)")
+    p.add_argument("--exact", action="store_true",
+                   help="nds presets: replay NDS's random streams (with --seed 1234 and "
+                        "NDS's instance count this rebuilds its test file)")
     p.add_argument("--root", default="data", help="dataset folder (cache)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
@@ -92,7 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _generator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    return {"capacity": args.capacity} if args.capacity is not None else {}
+    kwargs: dict[str, Any] = {"capacity": args.capacity} if args.capacity is not None else {}
+    if args.exact:
+        if args.preset == "paper":
+            raise ValueError("--exact replays NDS's random streams; it needs an nds preset")
+        kwargs["exact"] = True
+    if args.preset != "paper":
+        kwargs["preset"] = args.preset   # RoutingDataset keys its cache on it
+    return kwargs
 
 
 def _dataset_report(ds) -> dict[str, Any]:

@@ -11,6 +11,15 @@ from pyg_routing.data.generators import (
     make_generator,
 )
 from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.nds_generators import (
+    NDSCVRPGenerator,
+    NDSPCVRPGenerator,
+    NDSVRPTWGenerator,
+    XCVRPGenerator,
+    load_nds_file,
+    nds_test_set,
+)
+from pyg_routing.data.presets import PRESETS
 from pyg_routing.data.problems import Problem, capacity_for
 from pyg_routing.data.route_quantities import (
     RouteQuantities,
@@ -24,6 +33,10 @@ from pyg_routing.data.routing_data import RoutingData
 __all__ = [
     "BenchmarkDataset",
     "CVRPGenerator",
+    "NDSCVRPGenerator",
+    "NDSPCVRPGenerator",
+    "NDSVRPTWGenerator",
+    "PRESETS",
     "PCVRPGenerator",
     "PDTSPGenerator",
     "Problem",
@@ -33,12 +46,15 @@ __all__ = [
     "RoutingInstances",
     "TSPGenerator",
     "VRPTWGenerator",
+    "XCVRPGenerator",
     "capacity_for",
     "dense_route_quantities",
     "edge_index_from_successors",
     "edge_index_from_tours",
     "load_instance",
+    "load_nds_file",
     "make_generator",
+    "nds_test_set",
     "read_bks",
     "route_quantities",
 ]

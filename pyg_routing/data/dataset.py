@@ -18,7 +18,7 @@ from pyg_routing.data.files import read_json, read_torch
 from pyg_routing.data.generators import make_generator
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
-from pyg_routing.errors import CorruptFileError
+from pyg_routing.errors import CorruptFileError, InvalidInstanceError
 
 #: Bump when the generated data or its storage format changes, so old caches
 #: are never silently reused.
@@ -48,11 +48,14 @@ class RoutingDataset(InMemoryDataset):
         solver: ``None`` (instances only), ``"pyvrp"``, ``"ortools"``, ``"auto"``
             or a constructive heuristic (``"nearest_neighbor"``, ...).
         time_limit: seconds per instance for the reference solver.
-        distribution: ``"uniform"`` or ``"clustered"``.
+        distribution: ``"uniform"`` or ``"clustered"`` (preset ``paper`` only).
         generator_kwargs: extra generator options (e.g. ``capacity``, ``kappa``).
         num_workers: solver processes (default: all cores).
         solver_seed: seed passed to the solver.
         progress: show a progress bar while solving.
+        preset: data family of :func:`~pyg_routing.data.generators.make_generator`
+            (``paper``, ``nds``, ``nds_low_capacity``, ...). Part of the cache key
+            unless ``paper``, so caches built before presets existed stay valid.
     """
 
     def __init__(self, root: str, problem: str | Problem, num_customers: int,
@@ -61,15 +64,28 @@ class RoutingDataset(InMemoryDataset):
                  generator_kwargs: dict[str, Any] | None = None,
                  num_workers: int | None = None, solver_seed: int = 0,
                  progress: bool = True, transform: Callable | None = None,
-                 pre_transform: Callable | None = None, force_reload: bool = False) -> None:
+                 pre_transform: Callable | None = None, force_reload: bool = False,
+                 preset: str = "paper") -> None:
+        generator_kwargs = dict(generator_kwargs or {})
+        preset = generator_kwargs.pop("preset", preset)
+        if preset != "paper":
+            from pyg_routing.data.presets import get_preset
+
+            get_preset(preset)  # unknown names fail here, before any file is touched
+            if distribution != "uniform":
+                raise InvalidInstanceError(
+                    f"distribution={distribution!r} applies to preset 'paper' only; preset "
+                    f"{preset!r} fixes the layout (clustered NDS data: 'nds_clustered')")
         self.params: dict[str, Any] = {
             "problem": Problem.parse(problem).value, "num_customers": int(num_customers),
             "num_instances": int(num_instances), "seed": int(seed),
-            "distribution": distribution, "generator_kwargs": dict(generator_kwargs or {}),
+            "distribution": distribution, "generator_kwargs": generator_kwargs,
             "solver": solver, "time_limit": float(time_limit) if solver else None,
             "solver_seed": int(solver_seed) if solver else None,
             "format_version": FORMAT_VERSION,
         }
+        if preset != "paper":  # absent for paper: the old keys hash the old dict
+            self.params["preset"] = preset
         self.num_workers = num_workers
         self.progress = progress
         _drop_corrupt_bookkeeping(osp.join(osp.expanduser(osp.normpath(root)), "processed"))
@@ -117,7 +133,8 @@ class RoutingDataset(InMemoryDataset):
         blob = json.dumps(self.params, sort_keys=True).encode()
         digest = hashlib.sha1(blob).hexdigest()[:12]
         p = self.params
-        return f"{p['problem']}{p['num_customers']}_n{p['num_instances']}_s{p['seed']}_" \
+        tag = f"{p['preset']}_" if "preset" in p else ""
+        return f"{p['problem']}{p['num_customers']}_{tag}n{p['num_instances']}_s{p['seed']}_" \
                f"{p['solver'] or 'nosol'}_{digest}"
 
     @property
@@ -138,8 +155,12 @@ class RoutingDataset(InMemoryDataset):
 
     def process(self) -> None:
         p = self.params
-        gen = make_generator(p["problem"], p["num_customers"], seed=p["seed"],
-                             distribution=p["distribution"], **p["generator_kwargs"])
+        if "preset" in p:
+            gen = make_generator(p["problem"], p["num_customers"], seed=p["seed"],
+                                 preset=p["preset"], **p["generator_kwargs"])
+        else:
+            gen = make_generator(p["problem"], p["num_customers"], seed=p["seed"],
+                                 distribution=p["distribution"], **p["generator_kwargs"])
         data_list = gen.sample(p["num_instances"]).to_data_list()
         start = time.perf_counter()
         if p["solver"]:

@@ -294,8 +294,26 @@ PROBLEMS = tuple(p.value for p in GENERATORS)
 
 
 def make_generator(problem: str | Problem, num_customers: int, seed: int | None = None,
-                   **kwargs) -> _Generator:
-    """The generator of ``problem`` (``tsp``, ``cvrp``, ``vrptw``, ``pcvrp``, ``pdtsp``)."""
+                   preset: str = "paper", **kwargs) -> _Generator:
+    """The generator of ``problem`` (``tsp``, ``cvrp``, ``vrptw``, ``pcvrp``, ``pdtsp``).
+
+    Args:
+        problem: the routing problem.
+        num_customers: customers per instance (TSP: cities).
+        seed: generator seed (``None``: fresh entropy).
+        preset: the data family (:data:`~pyg_routing.data.presets.PRESETS`):
+            ``paper`` (App. F, the default), ``nds`` (NDS's data),
+            ``nds_low_capacity``/``nds_clustered`` (Tab. 6 shifts, CVRP-500), ...
+        **kwargs: options of the preset's generator (``capacity``, ``distribution``...).
+
+    Raises:
+        InvalidInstanceError: unknown preset, or a problem or size it lacks (the
+            message lists the choices), or a bad generator option.
+    """
+    if preset != "paper":
+        from pyg_routing.data.presets import get_preset
+
+        return get_preset(preset).make(problem, num_customers, seed=seed, **kwargs)
     prob = Problem.parse(problem)
     if prob not in GENERATORS:
         raise InvalidInstanceError(f"no generator for {prob.value!r}; generators exist for "
