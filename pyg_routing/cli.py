@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "and cache them; or solve one benchmark instance with --instance.")
     _dataset_args(solve)
     solve.add_argument("--solver", default="auto",
-                       help="auto (PyVRP; OR-Tools for PDTSP), pyvrp, ortools, "
+                       help="auto (PyVRP), pyvrp, ortools, "
                             "nearest_neighbor, sweep, insertion")
     solve.add_argument("--time-limit", type=positive, default=1.0,
                        help="seconds per instance")

@@ -32,14 +32,14 @@ REFERENCE_METHODS = {"pyvrp": "PyVRP (HGS)", "ortools": "OR-Tools"}
 def add_reference_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reference", choices=("auto", "pyvrp", "ortools", "none"),
                    default="auto",
-                   help="reference solver of the gaps: auto (OR-Tools for PDTSP, PyVRP "
-                        "otherwise), pyvrp, ortools or none")
+                   help="reference solver of the gaps: auto (PyVRP), pyvrp, ortools or "
+                        "none")
 
 
 def reference_costs(problem: str, num_customers: int, count: int, seed: int,
                     time_limit: float, root: str, solver: str = "auto") -> torch.Tensor:
     """``[count]`` reference costs of ``make_generator(problem, n, seed).sample(count)``
-    by ``solver`` (``auto``: OR-Tools for PDTSP, PyVRP otherwise), solved once and
+    by ``solver`` (``auto``: PyVRP), solved once and
     cached under ``root`` (a :class:`RoutingDataset`)."""
     from pyg_routing.data.dataset import RoutingDataset
     from pyg_routing.data.solvers.parallel import resolve_solver

@@ -168,7 +168,7 @@ def test_unsupported_problem_errors() -> None:
 def test_solver_names() -> None:
     assert set(available_solvers()) == set(SOLVERS) >= {
         "auto", "pyvrp", "ortools", "nearest_neighbor", "sweep", "insertion"}
-    assert resolve_solver("auto", "pdtsp") == "ortools"
+    assert resolve_solver("auto", "pdtsp") == "pyvrp"
     assert resolve_solver("auto", "vrptw") == "pyvrp"
     with pytest.raises(ValueError, match="unknown solver 'lkh'; valid solvers: auto, pyvrp"):
         solve_instances(_instances("tsp", 5, 1).to_data_list(), solver="lkh")
