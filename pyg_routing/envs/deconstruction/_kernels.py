@@ -19,7 +19,7 @@ MODE_SA, MODE_EVALUATE, MODE_COMMIT = 0, 1, 2
 
 
 @njit(cache=True, parallel=True)
-def sets_kernel(mode, kind, dist, demand, capacity, prize_of, tw, service, inst,
+def sets_kernel(mode, all_tours, kind, dist, demand, capacity, prize_of, tw, service, inst,
                 succ, pred, tour, first, last, size, load, length, prize, cost,
                 b_succ, b_pred, b_tour, b_first, b_last, b_size, b_load, b_length, b_prize,
                 b_cost, sets, u, temperature, which, recreate_n, out_cost, accepted):
@@ -32,6 +32,10 @@ def sets_kernel(mode, kind, dist, demand, capacity, prize_of, tw, service, inst,
       ``b_cost``; ``accepted[s]`` counts accepted sets.
     * EVALUATE: ``out_cost[s, r] = cost[s] + Δ_r`` against the unchanged slot.
     * COMMIT: re-run set ``which[s]`` (skip if ``< 0``) and commit it unconditionally.
+
+    ``all_tours`` lets the repair insert into untouched tours too (NDS's
+    ``insertInNewToursOnly = False``): the start solutions are SA at ``T = 0`` with
+    ``recreate_n = 1`` in this mode, from singleton tours.
     """
     num_slots = succ.shape[0]
     n = succ.shape[1] - 1
@@ -51,7 +55,7 @@ def sets_kernel(mode, kind, dist, demand, capacity, prize_of, tw, service, inst,
             if r >= 0:
                 _, w = repair_set(kind, d, dem, cap, pz, tws, svc, succ[s], pred[s], tour[s],
                                   first[s], last[s], size[s], load[s], length[s], prize[s],
-                                  sets[s, r], u[s, r], recreate_n, False, cu, cf, tu, tf, ku,
+                                  sets[s, r], u[s, r], recreate_n, all_tours, cu, cf, tu, tf, ku,
                                   kf, cnt, fs)
                 cost[s] = commit(w, dem, succ[s], pred[s], tour[s], first[s], last[s], size[s],
                                  load[s], length[s], prize[s], cu, ku, kf, cnt)
@@ -59,7 +63,7 @@ def sets_kernel(mode, kind, dist, demand, capacity, prize_of, tw, service, inst,
             for r in range(sets.shape[1]):
                 delta, w = repair_set(kind, d, dem, cap, pz, tws, svc, succ[s], pred[s],
                                       tour[s], first[s], last[s], size[s], load[s], length[s],
-                                      prize[s], sets[s, r], u[s, r], recreate_n, False, cu, cf,
+                                      prize[s], sets[s, r], u[s, r], recreate_n, all_tours, cu, cf,
                                       tu, tf, ku, kf, cnt, fs)
                 if mode == MODE_EVALUATE:
                     out_cost[s, r] = cost[s] + delta
@@ -84,49 +88,6 @@ def sets_kernel(mode, kind, dist, demand, capacity, prize_of, tw, service, inst,
                         b_length[s] = length[s]
                         b_prize[s] = prize[s]
                         b_cost[s] = cost[s]
-
-
-@njit(cache=True, parallel=True)
-def start_kernel(kind, dist, demand, capacity, prize_of, tw, service, inst, removal, u,
-                 succ, pred, tour, first, last, size, load, length, prize, cost):
-    """NDS's start solutions: N singleton tours, then one all-tours greedy repair per
-    round (``removal [S, rounds, m]`` in insertion order, ``u [S, rounds, m + 1]``),
-    accepted iff Δ < 0."""
-    num_slots = succ.shape[0]
-    n = succ.shape[1] - 1
-    m = removal.shape[2]
-    for s in prange(num_slots):
-        cu, cf, tu, tf, ku, kf, cnt, fs = new_scratch(n, m)
-        i = inst[s]
-        d = dist[i]
-        dem = demand[i]
-        pz = prize_of[i]
-        tws = tw[i]
-        svc = service[i]
-        cap = capacity[i]
-        for c in range(1, n + 1):
-            t = c - 1
-            tour[s, c] = t
-            succ[s, c] = 0
-            pred[s, c] = 0
-            first[s, t] = c
-            last[s, t] = c
-            size[s, t] = 1
-            load[s, t] = 0.0 + dem[c]
-            length[s, t] = (0.0 + d[0, c]) + d[c, 0]
-            prize[s, t] = 0.0 + pz[c]
-        tour[s, 0] = -1
-        succ[s, 0] = 0
-        pred[s, 0] = 0
-        cost[s] = canonical_cost(tour[s], pred[s], length[s], prize[s])
-        for r in range(removal.shape[1]):
-            delta, w = repair_set(kind, d, dem, cap, pz, tws, svc, succ[s], pred[s], tour[s],
-                                  first[s], last[s], size[s], load[s], length[s], prize[s],
-                                  removal[s, r], u[s, r], 1, True, cu, cf, tu, tf, ku, kf, cnt,
-                                  fs)
-            if delta < 0.0:
-                cost[s] = commit(w, dem, succ[s], pred[s], tour[s], first[s], last[s], size[s],
-                                 load[s], length[s], prize[s], cu, ku, kf, cnt)
 
 
 @njit(cache=True)

@@ -70,8 +70,9 @@ def check_uniforms(u, set_shape: tuple[int, ...], width: int) -> np.ndarray:
     bad = ~((arr >= 0.0) & (arr <= 1.0))
     if bad.any():
         s, r, j = (int(x) for x in np.argwhere(bad)[0])
-        raise InvalidRemovalSetError(f"slot {s}, set {r}: uniform {j} is {arr[s, r, j]!r}, "
-                                     f"not in [0, 1]")
+        value = float(arr[s, r, j])
+        raise InvalidRemovalSetError(f"slot {s}, set {r}: uniform {j} is {value!r}, not in "
+                                     f"[0, 1]")
     return arr
 
 
@@ -86,8 +87,8 @@ def check_temperature(temperature, num_slots: int) -> np.ndarray:
     bad = ~(np.isfinite(arr) & (arr >= 0))
     if bad.any():
         s = int(np.argmax(bad))
-        raise InvalidRemovalSetError(f"slot {s}: temperature {arr[s]!r} must be finite and "
-                                     f">= 0")
+        value = float(arr[s])
+        raise InvalidRemovalSetError(f"slot {s}: temperature {value!r} must be finite and >= 0")
     return np.ascontiguousarray(arr)
 
 

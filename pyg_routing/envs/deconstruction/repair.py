@@ -83,13 +83,16 @@ def _prepare(state: ToursState, arrays: ProblemArrays, sets, u, recreate_n: int,
     return sets, u
 
 
-def _run(mode, state, best, arrays, sets, u, temperature, which, recreate_n, out, accepted):
+def run_kernel(mode, state, best, arrays, sets, u, temperature, which, recreate_n, out,
+               accepted, all_tours=False):
+    """Call :func:`._kernels.sets_kernel` on validated inputs (``best`` None: no snapshots)."""
     b = best if best is not None else state
-    sets_kernel(mode, arrays.kind, arrays.dist, arrays.demand, arrays.capacity, arrays.prize,
-                arrays.tw, arrays.service, state.inst, state.succ, state.pred, state.tour,
-                state.first, state.last, state.size, state.load, state.length, state.prize,
-                state.cost, b.succ, b.pred, b.tour, b.first, b.last, b.size, b.load, b.length,
-                b.prize, b.cost, sets, u, temperature, which, recreate_n, out, accepted)
+    sets_kernel(mode, all_tours, arrays.kind, arrays.dist, arrays.demand, arrays.capacity,
+                arrays.prize, arrays.tw, arrays.service, state.inst,
+                state.succ, state.pred, state.tour, state.first, state.last, state.size,
+                state.load, state.length, state.prize, state.cost,
+                b.succ, b.pred, b.tour, b.first, b.last, b.size, b.load, b.length, b.prize,
+                b.cost, sets, u, temperature, which, recreate_n, out, accepted)
 
 
 def apply_sets_sa(state: ToursState, best: ToursState, arrays: ProblemArrays,
@@ -127,7 +130,7 @@ def apply_sets_sa(state: ToursState, best: ToursState, arrays: ProblemArrays,
     sets, u = _prepare(state, arrays, sets, u, recreate_n, rng)
     temp = check_temperature(temperature, len(state))
     accepted = np.zeros(len(state), np.int64)
-    _run(MODE_SA, state, best, arrays, sets, u, temp, np.zeros(len(state), np.int64),
+    run_kernel(MODE_SA, state, best, arrays, sets, u, temp, np.zeros(len(state), np.int64),
          recreate_n, np.zeros((1, 1)), accepted)
     return accepted
 
@@ -146,7 +149,7 @@ def evaluate_sets(state: ToursState, arrays: ProblemArrays, sets: np.ndarray,
     """
     sets, u = _prepare(state, arrays, sets, u, recreate_n, rng)
     out = np.empty(sets.shape[:2], np.float64)
-    _run(MODE_EVALUATE, state, None, arrays, sets, u, np.zeros(len(state)),
+    run_kernel(MODE_EVALUATE, state, None, arrays, sets, u, np.zeros(len(state)),
          np.zeros(len(state), np.int64), recreate_n, out, np.zeros(len(state), np.int64))
     return out
 
@@ -159,5 +162,5 @@ def commit_sets(state: ToursState, arrays: ProblemArrays, sets: np.ndarray, u: n
     """
     sets, u = _prepare(state, arrays, sets, u, recreate_n, None)
     which = check_which(which, len(state), sets.shape[1])
-    _run(MODE_COMMIT, state, None, arrays, sets, u, np.zeros(len(state)), which, recreate_n,
+    run_kernel(MODE_COMMIT, state, None, arrays, sets, u, np.zeros(len(state)), which, recreate_n,
          np.zeros((1, 1)), np.zeros(len(state), np.int64))

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyg_routing.envs.deconstruction._kernels import start_kernel
+from pyg_routing.envs.deconstruction._kernels import MODE_SA
 from pyg_routing.envs.deconstruction._validate import (
     InvalidRemovalSetError,
     check_sets,
     check_uniforms,
 )
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
-from pyg_routing.envs.deconstruction.repair import uniforms_per_set
+from pyg_routing.envs.deconstruction.repair import run_kernel, uniforms_per_set
 from pyg_routing.envs.deconstruction.state import ToursState
 
 
@@ -95,9 +95,23 @@ def start_solutions(arrays: ProblemArrays, inst: np.ndarray, rounds: int | None 
         removal = check_sets(removal, len(inst), n)
     removal = np.ascontiguousarray(removal, dtype=np.int32)
     u = check_uniforms(u, removal.shape, uniforms_per_set(removal.shape[2], 1))
+    state = singletons(arrays, inst)
+    # A round is an SA step at T = 0 with one all-tours attempt, so the start solutions
+    # run through the same compiled driver as the search (accepted iff Δ < 0).
+    run_kernel(MODE_SA, state, None, arrays, removal, u, np.zeros(len(inst)),
+         np.zeros(len(inst), np.int64), 1, np.zeros((1, 1)), np.zeros(len(inst), np.int64),
+         all_tours=True)
+    return state
+
+
+def singletons(arrays: ProblemArrays, inst: np.ndarray) -> ToursState:
+    """Every customer alone in its own tour (customer ``c`` in tour slot ``c - 1``)."""
+    n = arrays.num_customers
     state = ToursState.empty(len(inst), n, inst)
-    start_kernel(arrays.kind, arrays.dist, arrays.demand, arrays.capacity, arrays.prize,
-                 arrays.tw, arrays.service, state.inst, removal, u, state.succ, state.pred,
-                 state.tour, state.first, state.last, state.size, state.load, state.length,
-                 state.prize, state.cost)
+    cust = np.arange(1, n + 1, dtype=np.int32)
+    state.tour[:, 1:] = cust - 1
+    state.first[:] = cust
+    state.last[:] = cust
+    state.size[:] = 1
+    state.recompute_costs(arrays)
     return state
