@@ -2,8 +2,15 @@
 (:mod:`._core`, :mod:`._attempt`). The typed, validating entry points are in
 :mod:`.repair` and :mod:`.start`; call these only through them.
 
-One compiled driver serves the three set operations (``mode``) and the three
-problems (``kind``), so numba compiles (and caches on disk) a handful of functions.
+One compiled driver serves the three set operations (``mode``), the start solutions
+(``all_tours``) and the three problems (``kind``), so numba compiles one parallel
+kernel (about 20 s) and caches it on disk (``cache=True``; later processes load it in
+well under a second).
+
+Caveat of numba's cache: a cached function is invalidated only when ITS OWN source
+file changes, not when a function it calls changes in another file. After editing
+:mod:`._core` or :mod:`._attempt`, delete this package's ``__pycache__`` (an
+installed upgrade replaces every file, so users are not affected).
 """
 
 from __future__ import annotations

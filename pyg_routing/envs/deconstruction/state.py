@@ -20,11 +20,9 @@ import numpy as np
 import torch
 
 from pyg_routing.envs.deconstruction._kernels import recompute_kernel
-from pyg_routing.envs.deconstruction._state_checks import check_routes, check_state
+from pyg_routing.envs.deconstruction._state_checks import check_layout, check_routes, check_state
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
 from pyg_routing.errors import InvalidSolutionError
-
-_INT_FIELDS = ("inst", "succ", "pred", "tour", "first", "last", "size")
 
 
 @dataclass
@@ -120,12 +118,11 @@ class ToursState:
             lens = np.array([len(q) for q in seqs])
             rid = np.repeat(np.arange(len(seqs)), lens)
             starts = np.cumsum(lens) - lens
-            is_last = np.zeros(len(nodes), bool)
-            is_last[starts + lens - 1] = True
-            nxt = np.append(nodes[1:], 0)
-            prv = np.insert(nodes[:-1], 0, 0)
-            state.succ[s, nodes] = np.where(is_last, 0, nxt)
-            state.pred[s, nodes] = np.where(np.isin(np.arange(len(nodes)), starts), 0, prv)
+            is_first = np.zeros(len(nodes), bool)
+            is_first[starts] = True
+            is_last = np.roll(is_first, -1)
+            state.succ[s, nodes] = np.where(is_last, 0, np.roll(nodes, -1))
+            state.pred[s, nodes] = np.where(is_first, 0, np.roll(nodes, 1))
             state.tour[s, nodes] = rid
             state.first[s, : len(seqs)] = nodes[starts]
             state.last[s, : len(seqs)] = nodes[starts + lens - 1]
@@ -204,7 +201,6 @@ class ToursState:
 
 
 def state_shapes_match(state: ToursState, arrays: ProblemArrays) -> None:
-    """Raise InvalidSolutionError unless ``state`` fits ``arrays`` (dtypes, shapes)."""
-    from pyg_routing.envs.deconstruction._state_checks import check_layout
-
+    """Raise InvalidSolutionError unless ``state`` fits ``arrays`` (dtypes, shapes,
+    contiguity, instance rows): what the kernels need, checked in O(S)."""
     check_layout(state, arrays)

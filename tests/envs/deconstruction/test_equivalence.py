@@ -23,7 +23,7 @@ from tests.envs.deconstruction.common import (
     random_sets,
 )
 
-SETTINGS = dict(max_examples=10, deadline=None,
+SETTINGS = dict(max_examples=25, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 INST = np.array([0, 0, 1, 1], np.int32)          # two slots per instance, as augmentations
 
