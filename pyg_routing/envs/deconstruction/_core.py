@@ -31,7 +31,11 @@ from numba import njit
 
 from pyg_routing.envs.deconstruction.problem import PCVRP, VRPTW
 
-# cu rows (per customer, int32)
+# Prefixes: B = base tours (the touched tours after the removal, shared by all
+# attempts), O = untouched ("old") tours of the all-tours mode, W = work buffers (two
+# rows each, + w). ARC = distance from the predecessor, RET = return arc to the depot,
+# DEP / LA = VRPTW departure / latest feasible arrival, L / P = length / prize.
+# cu rows (per customer, int32); CM = "in the current set" stamp
 CM, WSUCC, WPRED = 0, 1, 3
 # cf rows (per customer, float64)
 BARC, BDEP, BLA, OARC, ODEP, OLA, WARC, WDEP, WLA = 0, 1, 2, 3, 4, 5, 6, 8, 10
