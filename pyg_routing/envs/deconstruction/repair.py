@@ -58,6 +58,7 @@ from pyg_routing.envs.deconstruction._validate import (
 )
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
 from pyg_routing.envs.deconstruction.state import ToursState, state_shapes_match
+from pyg_routing.errors import InvalidSolutionError
 
 
 def uniforms_per_set(k: int, recreate_n: int) -> int:
@@ -123,10 +124,12 @@ def apply_sets_sa(state: ToursState, best: ToursState, arrays: ProblemArrays,
     """
     state_shapes_match(best, arrays)
     if len(best) != len(state) or (best.inst != state.inst).any():
-        from pyg_routing.errors import InvalidSolutionError
-
         raise InvalidSolutionError("`best` must have the same slots and instance rows as "
                                    "`state`")
+    if any(np.shares_memory(a, b) for a, b in zip(state.arrays().values(),
+                                                  best.arrays().values())):
+        raise InvalidSolutionError("`best` must not share memory with `state`; pass "
+                                   "state.clone()")
     sets, u = _prepare(state, arrays, sets, u, recreate_n, rng)
     temp = check_temperature(temperature, len(state))
     accepted = np.zeros(len(state), np.int64)

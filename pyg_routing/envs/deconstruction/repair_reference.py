@@ -11,7 +11,12 @@ tour order and the tours in order of their first customer, so costs agree bit fo
 bit).
 
 Floating-point sums are explicit loops (never ``sum``/``math.fsum``), so their order
-is the documented one.
+is the documented one. One knowing difference: a tour's load is summed afresh here but
+updated by ``+= d_c`` in the kernels; both are exact for integral demands (every
+generator's); fractional demands could only disagree if a load landed within rounding
+error of ``C (1 + 1e-9)``. Likewise the kernels' O(1) time-window test and the
+simulation here can only disagree when an arrival lands within rounding error of a
+window's end.
 """
 
 from __future__ import annotations

@@ -75,6 +75,8 @@ def test_bad_shapes_and_parameters(case):
         commit_sets(state, arrays, sets, u, np.array([1, 0]))
     with pytest.raises(InvalidSolutionError, match="same slots"):
         apply_sets_sa(state, state.take([0]), arrays, sets, u)
+    with pytest.raises(InvalidSolutionError, match="must not share memory"):
+        apply_sets_sa(state, state, arrays, sets, u)
     with pytest.raises(InvalidSolutionError, match=r"ToursState.succ .* \(N = 12"):
         evaluate_sets(state.take([0, 1]).__class__(**{**state.arrays(),
                                                       "succ": state.succ[:, :5].copy()}),
