@@ -1,0 +1,163 @@
+"""``ProblemArrays``: the instance data the NDS repair kernels read, as numpy arrays.
+
+Every field is a dense float64 array over ``I`` instances with ``N + 1`` nodes each
+(node 0 = depot). Fields a problem does not have are zeros, so one compiled kernel
+serves CVRP, VRPTW and PCVRP and branches on :attr:`ProblemArrays.kind` at run time.
+
+The distance matrix is computed once per instance. The 8 dihedral augmentations of
+an instance have the same distances, so several solution slots of a
+:class:`~pyg_routing.envs.deconstruction.state.ToursState` share one instance row.
+Memory: ``8 (N + 1)^2`` bytes per instance (32 MB at N = 2000).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.problems import Problem
+from pyg_routing.envs.base import UnsupportedProblemError
+from pyg_routing.errors import InvalidInstanceError, where
+
+#: Integer problem codes the kernels branch on.
+CVRP = 0
+VRPTW = 1
+PCVRP = 2
+KIND_OF_PROBLEM: dict[Problem, int] = {Problem.CVRP: CVRP, Problem.VRPTW: VRPTW,
+                                       Problem.PCVRP: PCVRP}
+PROBLEM_OF_KIND: dict[int, Problem] = {v: k for k, v in KIND_OF_PROBLEM.items()}
+#: Relative slack of the capacity test ``load + d_c <= C (1 + 1e-9)`` (shared by the
+#: kernels, the reference and the checks, so that they agree).
+CAPACITY_RTOL = 1e-9
+
+
+def capacity_limit(capacity: np.ndarray | float) -> np.ndarray | float:
+    """``C (1 + 1e-9)``: the largest load the repair accepts (same expression everywhere)."""
+    return capacity * (1.0 + CAPACITY_RTOL)
+
+
+def euclidean_distances(pos: np.ndarray) -> np.ndarray:
+    """``[I, N+1, N+1]`` float64 Euclidean distances of ``pos [I, N+1, 2]``.
+
+    ``sqrt(dx^2 + dy^2)`` with ``dx = x_i - x_j``: negating a float is exact, so the
+    matrix is symmetric bit for bit (``d[i, j] == d[j, i]``), which the repair relies
+    on (it reads row ``c`` for both ``d(p, c)`` and ``d(c, n)``). Built one instance
+    at a time to keep the peak memory at one matrix.
+    """
+    out = np.empty((pos.shape[0], pos.shape[1], pos.shape[1]), dtype=np.float64)
+    for i in range(pos.shape[0]):  # one matrix at a time: no [I, N, N, 2] temporary
+        dx = pos[i, :, 0][:, None] - pos[i, :, 0][None, :]
+        dy = pos[i, :, 1][:, None] - pos[i, :, 1][None, :]
+        np.sqrt(dx * dx + dy * dy, out=out[i])
+    return out
+
+
+@dataclass
+class ProblemArrays:
+    """Instance data of ``I`` same-size instances for the NDS repair (numpy, float64).
+
+    Attributes:
+        kind: :data:`CVRP`, :data:`VRPTW` or :data:`PCVRP`.
+        dist: ``[I, N+1, N+1]`` symmetric distances.
+        demand: ``[I, N+1]`` (depot 0).
+        capacity: ``[I]``.
+        tw: ``[I, N+1, 2]`` time windows ``(e, l)`` (VRPTW; zeros otherwise).
+        service: ``[I, N+1]`` service times (VRPTW; zeros otherwise).
+        prize: ``[I, N+1]`` prizes (PCVRP; zeros otherwise).
+
+    VRPTW schedules leave the depot at ``tw[i, 0, 0] + service[i, 0]`` (``0`` for
+    every NDS and generator instance, NDS's ``t = 0``), the convention of
+    :meth:`RoutingData.check`.
+    """
+
+    kind: int
+    dist: np.ndarray
+    demand: np.ndarray
+    capacity: np.ndarray
+    tw: np.ndarray
+    service: np.ndarray
+    prize: np.ndarray
+
+    @property
+    def num_instances(self) -> int:
+        return self.dist.shape[0]
+
+    @property
+    def num_customers(self) -> int:
+        """``N`` (nodes are ``0..N``)."""
+        return self.dist.shape[1] - 1
+
+    @property
+    def problem(self) -> Problem:
+        return PROBLEM_OF_KIND[self.kind]
+
+    @classmethod
+    def from_instances(cls, instances: RoutingInstances) -> ProblemArrays:
+        """Arrays of a batch of CVRP, VRPTW or PCVRP instances.
+
+        The batch is validated first (:meth:`RoutingInstances.check`). For VRPTW,
+        every customer must be servable alone (``0 -> c -> 0``): the repair opens
+        such a tour without checking it, exactly as NDS does.
+
+        Raises:
+            UnsupportedProblemError: a problem other than cvrp, vrptw, pcvrp.
+            InvalidInstanceError: malformed instances, or a VRPTW customer that cannot
+                be served even alone (naming the instance and customer).
+        """
+        prob = Problem.parse(instances.problem)
+        if prob not in KIND_OF_PROBLEM:
+            supported = ", ".join(p.value for p in KIND_OF_PROBLEM)
+            raise UnsupportedProblemError(
+                f"the NDS repair supports {supported}; got problem {prob.value!r}")
+        instances.check()
+        pos = instances.pos.detach().cpu().to(dtype=torch.float64).numpy()
+        b, n1 = pos.shape[:2]
+
+        def field(value, shape: tuple[int, ...]) -> np.ndarray:
+            if value is None:
+                return np.zeros(shape, dtype=np.float64)
+            return np.ascontiguousarray(value.detach().cpu().to(dtype=torch.float64).numpy())
+
+        arrays = cls(kind=KIND_OF_PROBLEM[prob], dist=euclidean_distances(pos),
+                     demand=field(instances.demand, (b, n1)),
+                     capacity=field(instances.capacity, (b,)).reshape(b),
+                     tw=field(instances.time_window, (b, n1, 2)),
+                     service=field(instances.service_time, (b, n1)),
+                     prize=field(instances.prize, (b, n1)))
+        if arrays.kind == VRPTW:
+            arrays.check_servable()
+        return arrays
+
+    def check_servable(self) -> None:
+        """VRPTW: refuse customers that cannot be served by the tour ``0 -> c -> 0``.
+
+        Uses the very expressions of the repair's feasibility test (leave the depot
+        at ``t0``, arrive ``t0 + d(0, c) <= l_c``, depart ``max(arrive, e_c) + s_c``,
+        return by ``l_0``), vectorized over all instances and customers.
+
+        Raises:
+            InvalidInstanceError: naming the first offending instance and customer.
+        """
+        d0 = self.dist[:, 0, 1:]                                     # [I, N]
+        t0 = self.tw[:, 0, 0] + self.service[:, 0]                  # [I]
+        arrive = t0[:, None] + d0
+        late = arrive > self.tw[:, 1:, 1]
+        back = (np.maximum(arrive, self.tw[:, 1:, 0]) + self.service[:, 1:]) + d0
+        too_late_back = back > self.tw[:, 0:1, 1]
+        bad = late | too_late_back
+        if not bad.any():
+            return
+        i, c = (int(x) for x in np.argwhere(bad)[0])
+        if late[i, c]:
+            raise InvalidInstanceError(
+                f"{where(i, node=c + 1)}the customer cannot be served even alone: the "
+                f"vehicle arrives at {arrive[i, c]:g}, after its window closes at "
+                f"{self.tw[i, c + 1, 1]:g}")
+        raise InvalidInstanceError(
+            f"{where(i, node=c + 1)}the customer cannot be served even alone: serving it "
+            f"brings the vehicle back at {back[i, c]:g}, after the depot closes at "
+            f"{self.tw[i, 0, 1]:g}")
+

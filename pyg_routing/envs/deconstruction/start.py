@@ -1,0 +1,117 @@
+"""NDS's start solutions (``create_starting_solution`` in NDS's Operations.cpp).
+
+Every slot starts from ``N`` singleton tours (PCVRP too: every customer visited).
+Then ``rounds`` times: remove a uniformly random subset of ``m`` customers and
+reinsert them greedily, in the subset's (random) order, into ALL tours, untouched
+ones included (NDS's ``insertInNewToursOnly = False``, one attempt), accepting only
+strict improvements (``T = 0``). The random subsets and the PCVRP coin flips are
+drawn outside the kernel from a numpy ``Generator``; the kernel runs slots in
+parallel.
+
+All-tours candidate order (NDS scans its untouched tours, then its new tours): the
+untouched tours ordered by their first customer (NDS: vector order, an arbitrary
+label), then the rebuilt touched tours in order of first appearance, then, in the
+order they arise, the tours opened and the untouched tours that received a
+customer (such a tour leaves the untouched list and is appended, as in NDS).
+
+Round counts (NDS's configs, ``nb_iterations`` and ``nb_nodes_ratio``, with
+``m = int(N * ratio)``): 50 rounds removing 15 % for N <= 100 (every train config at
+N = 100 and the CVRP/PCVRP eval configs; NDS's VRPTW-100 eval config uses 100 /
+25 %), 100 rounds removing 25 % otherwise (every config at N >= 500).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pyg_routing.envs.deconstruction._kernels import MODE_SA
+from pyg_routing.envs.deconstruction._validate import (
+    InvalidRemovalSetError,
+    check_sets,
+    check_uniforms,
+)
+from pyg_routing.envs.deconstruction.problem import ProblemArrays
+from pyg_routing.envs.deconstruction.repair import run_kernel, uniforms_per_set
+from pyg_routing.envs.deconstruction.state import ToursState
+
+
+def start_parameters(num_customers: int) -> tuple[int, int]:
+    """``(rounds, m)`` of NDS's configs for ``N`` customers (see the module docstring)."""
+    rounds, ratio = (50, 0.15) if num_customers <= 100 else (100, 0.25)
+    return rounds, int(num_customers * ratio)
+
+
+def draw_start_randomness(num_slots: int, num_customers: int, rounds: int, num_removed: int,
+                          rng: np.random.Generator | int | None = None
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Random removal subsets and uniforms for :func:`start_solutions`.
+
+    Returns:
+        ``removal int32 [S, rounds, m]``: per round the first ``m`` entries of a uniform
+        random permutation of ``1..N`` (a random subset in random order);
+        ``u float64 [S, rounds, m + 1]``: ``uniforms_per_set(m, 1)`` per round (PCVRP coin
+        flips, then an unused Metropolis slot).
+    """
+    gen = np.random.default_rng(rng)
+    removal = np.empty((num_slots, rounds, num_removed), np.int32)
+    for s in range(num_slots):  # one [rounds, N] draw per slot bounds the memory
+        keys = gen.random((rounds, num_customers))
+        removal[s] = np.argsort(keys, axis=1)[:, :num_removed] + 1
+    u = gen.random((num_slots, rounds, uniforms_per_set(num_removed, 1)))
+    return removal, u
+
+
+def start_solutions(arrays: ProblemArrays, inst: np.ndarray, rounds: int | None = None,
+                    num_removed: int | None = None, rng: np.random.Generator | int | None = None,
+                    removal: np.ndarray | None = None, u: np.ndarray | None = None) -> ToursState:
+    """NDS start solutions for slots ``inst [S]`` (instance row of each slot).
+
+    Args:
+        arrays: the instances.
+        inst: ``[S]`` instance rows (e.g. ``np.repeat(np.arange(B), 8)``).
+        rounds, num_removed: default :func:`start_parameters`.
+        rng: seed or Generator for :func:`draw_start_randomness`.
+        removal, u: pre-drawn randomness (overrides ``rng``), shapes as returned by
+            :func:`draw_start_randomness`.
+    """
+    n = arrays.num_customers
+    inst = np.ascontiguousarray(inst, dtype=np.int32)
+    if inst.ndim != 1 or ((inst < 0) | (inst >= arrays.num_instances)).any():
+        raise InvalidRemovalSetError(f"`inst` must be a 1-D array of instance rows in "
+                                     f"0..{arrays.num_instances - 1}")
+    d_rounds, d_m = start_parameters(n)
+    rounds = d_rounds if rounds is None else int(rounds)
+    m = d_m if num_removed is None else int(num_removed)
+    if rounds < 0 or not 0 <= m <= n:
+        raise InvalidRemovalSetError(f"need rounds >= 0 and 0 <= num_removed <= N = {n}, got "
+                                     f"{rounds} and {m}")
+    if removal is None or u is None:
+        removal, u = draw_start_randomness(len(inst), n, rounds, m, rng)
+    removal = np.asarray(removal)
+    if removal.ndim != 3 or removal.shape[:2] != (len(inst), rounds):
+        raise InvalidRemovalSetError(f"`removal` must have shape [S={len(inst)}, rounds="
+                                     f"{rounds}, m], got {removal.shape}")
+    if removal.shape[2] > 0:
+        removal = check_sets(removal, len(inst), n)
+    removal = np.ascontiguousarray(removal, dtype=np.int32)
+    u = check_uniforms(u, removal.shape, uniforms_per_set(removal.shape[2], 1))
+    state = singletons(arrays, inst)
+    # A round is an SA step at T = 0 with one all-tours attempt, so the start solutions
+    # run through the same compiled driver as the search (accepted iff Δ < 0).
+    run_kernel(MODE_SA, state, None, arrays, removal, u, np.zeros(len(inst)),
+         np.zeros(len(inst), np.int64), 1, np.zeros((1, 1)), np.zeros(len(inst), np.int64),
+         all_tours=True)
+    return state
+
+
+def singletons(arrays: ProblemArrays, inst: np.ndarray) -> ToursState:
+    """Every customer alone in its own tour (customer ``c`` in tour slot ``c - 1``)."""
+    n = arrays.num_customers
+    state = ToursState.empty(len(inst), n, inst)
+    cust = np.arange(1, n + 1, dtype=np.int32)
+    state.tour[:, 1:] = cust - 1
+    state.first[:] = cust
+    state.last[:] = cust
+    state.size[:] = 1
+    state.recompute_costs(arrays)
+    return state
