@@ -36,3 +36,13 @@ __all__ = ["CVRP", "PCVRP", "VRPTW", "InvalidRemovalSetError", "ProblemArrays", 
            "apply_sets_sa", "commit_sets", "draw_start_randomness", "draw_uniforms",
            "euclidean_distances", "evaluate_sets", "start_parameters", "start_solutions",
            "uniforms_per_set"]
+from pyg_routing.envs.deconstruction.destroy import (  # noqa: E402
+    DestroyProvider,
+    PerArraysCache,
+    RandomDestroy,
+    SISRDestroy,
+    neighbour_table,
+)
+
+__all__ += ["DestroyProvider", "PerArraysCache", "RandomDestroy", "SISRDestroy",
+            "neighbour_table"]
