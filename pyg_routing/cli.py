@@ -1,5 +1,5 @@
 """The ``pyg-routing`` command line: ``generate``, ``solve``, ``info``, ``probe``,
-``train``, ``evaluate`` and ``compare``."""
+``train``, ``evaluate``, ``compare`` and ``search``."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ from pyg_routing.training.command import (
 )
 from pyg_routing.training.compare import add_compare_parser, render_markdown, run_compare
 from pyg_routing.training.fit import count, positive
+from pyg_routing.training.search import add_search_parser, run_search
+from pyg_routing.training.search import render_markdown as render_search
 
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:
@@ -95,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_parser(sub)
     add_evaluate_parser(sub)
     add_compare_parser(sub)
+    add_search_parser(sub)
     return parser
 
 
@@ -208,10 +211,11 @@ def _print_text(obj: Any, indent: int = 0) -> None:
 
 COMMANDS = {"generate": cmd_generate, "solve": cmd_solve, "info": cmd_info,
             "probe": run_probe, "train": run_train, "evaluate": run_evaluate,
-            "compare": run_compare}
+            "compare": run_compare, "search": run_search}
 #: Commands whose text output is a custom rendering of their result dict.
 RENDERERS = {"probe": render_probe,
-             "compare": lambda r: f"{render_markdown(r)}\n\nwritten to {r['out']}/"}
+             "compare": lambda r: f"{render_markdown(r)}\n\nwritten to {r['out']}/",
+             "search": lambda r: f"{render_search(r)}\n\nwritten to {r['out']}/"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -221,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RoutingError, ValueError, OSError, NotImplementedError) as exc:
         print(f"pyg-routing {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    if result is None:                    # a worker rank of a distributed command
+        return 0
     if args.json:
         print(json.dumps(result, indent=2))
     elif args.command in RENDERERS:

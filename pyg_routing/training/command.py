@@ -37,16 +37,18 @@ def add_reference_option(p: argparse.ArgumentParser) -> None:
 
 
 def reference_costs(problem: str, num_customers: int, count: int, seed: int,
-                    time_limit: float, root: str, solver: str = "auto") -> torch.Tensor:
-    """``[count]`` reference costs of ``make_generator(problem, n, seed).sample(count)``
-    by ``solver`` (``auto``: PyVRP), solved once and
+                    time_limit: float, root: str, solver: str = "auto",
+                    preset: str = "paper", generator_kwargs: dict | None = None,
+                    progress: bool = False) -> torch.Tensor:
+    """``[count]`` reference costs of ``make_generator(problem, n, seed, preset=preset,
+    **generator_kwargs).sample(count)`` by ``solver`` (``auto``: PyVRP), solved once and
     cached under ``root`` (a :class:`RoutingDataset`)."""
     from pyg_routing.data.dataset import RoutingDataset
     from pyg_routing.data.solvers.parallel import resolve_solver
 
     ref = RoutingDataset(root, problem, num_customers, count, seed=seed,
                          solver=resolve_solver(solver, problem), time_limit=time_limit,
-                         progress=False)
+                         progress=progress, preset=preset, generator_kwargs=generator_kwargs)
     return torch.stack([d.cost() for d in ref]).double()
 
 

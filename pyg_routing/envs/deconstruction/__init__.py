@@ -7,10 +7,29 @@
   :func:`commit_sets` (training), with :func:`uniforms_per_set` fixing where every
   random number comes from.
 * :mod:`.start`: NDS's start solutions, :func:`start_solutions`.
-* :mod:`.repair_reference`: a slow pure-Python reference of the same rules, for tests.
+* :mod:`.destroy`: removal-set providers behind one protocol,
+  :class:`DestroyProvider`: :class:`RandomDestroy` and :class:`SISRDestroy` (NDS's
+  non-learned baseline).
+* :mod:`.asa`: the augmented simulated annealing search,
+  :func:`augmented_simulated_annealing`.
+* :mod:`.repair_reference`, :mod:`.destroy_reference`: slow pure-Python references of
+  the same rules, for tests.
 """
 
 from pyg_routing.envs.deconstruction._validate import InvalidRemovalSetError
+from pyg_routing.envs.deconstruction.asa import (
+    ASAConfig,
+    ASAResult,
+    augmented_simulated_annealing,
+    sync_slots,
+)
+from pyg_routing.envs.deconstruction.destroy import (
+    DestroyProvider,
+    PerArraysCache,
+    RandomDestroy,
+    SISRDestroy,
+    neighbour_table,
+)
 from pyg_routing.envs.deconstruction.problem import (
     CVRP,
     PCVRP,
@@ -32,17 +51,9 @@ from pyg_routing.envs.deconstruction.start import (
 )
 from pyg_routing.envs.deconstruction.state import ToursState
 
-__all__ = ["CVRP", "PCVRP", "VRPTW", "InvalidRemovalSetError", "ProblemArrays", "ToursState",
-           "apply_sets_sa", "commit_sets", "draw_start_randomness", "draw_uniforms",
-           "euclidean_distances", "evaluate_sets", "start_parameters", "start_solutions",
-           "uniforms_per_set"]
-from pyg_routing.envs.deconstruction.destroy import (  # noqa: E402
-    DestroyProvider,
-    PerArraysCache,
-    RandomDestroy,
-    SISRDestroy,
-    neighbour_table,
-)
-
-__all__ += ["DestroyProvider", "PerArraysCache", "RandomDestroy", "SISRDestroy",
-            "neighbour_table"]
+__all__ = ["CVRP", "PCVRP", "VRPTW", "ASAConfig", "ASAResult", "DestroyProvider",
+           "InvalidRemovalSetError", "PerArraysCache", "ProblemArrays", "RandomDestroy",
+           "SISRDestroy", "ToursState", "apply_sets_sa", "augmented_simulated_annealing",
+           "commit_sets", "draw_start_randomness", "draw_uniforms", "euclidean_distances",
+           "evaluate_sets", "neighbour_table", "start_parameters", "start_solutions",
+           "sync_slots", "uniforms_per_set"]

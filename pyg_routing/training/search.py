@@ -1,0 +1,278 @@
+"""``pyg-routing search``: NDS's augmented simulated annealing
+(:func:`~pyg_routing.envs.deconstruction.augmented_simulated_annealing`) on generated
+instances or on CVRPLib X, with a non-learned destroy (``random``, ``sisr``).
+
+Every instance is one prediction of a Lightning :class:`SearchPredictor`, so
+``--devices`` and ``--num-nodes`` spread the instances over worker processes (each
+running its repairs on ``--threads`` CPU cores) and Lightning's progress bar counts
+instances. Every instance gets the whole ``--time-limit``, its start solutions
+included (as in NDS).
+
+CVRPLib X protocol: the search reads the coordinates divided by 1000 (NDS's scale, for
+which its absolute temperatures are set) with float distances; the reported cost is
+that of the returned routes under CVRPLib's convention (every arc rounded to the
+nearest integer, :meth:`RoutingData.cost`), against the best-known value in
+``bks.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.presets import PRESETS
+from pyg_routing.data.problems import Problem
+from pyg_routing.data.routing_data import RoutingData
+from pyg_routing.errors import InstanceFormatError
+from pyg_routing.training.fit import count, positive
+
+#: the ``--destroy`` providers (``policy`` comes with the learned NDS policy)
+DESTROYS = ("random", "sisr")
+#: the problems of the search (NDS's)
+SEARCH_PROBLEMS = ("cvrp", "vrptw", "pcvrp")
+#: CVRPLib X lies on a 0..1000 grid; NDS's temperatures assume the unit square
+X_SCALE = 1000.0
+
+
+@dataclass
+class SearchJob:
+    """One instance to search.
+
+    Attributes:
+        index: position in the run (seeds the search: ``--seed + index``).
+        name: instance name for the table.
+        instances: the instance as a batch of one, in the search's scale.
+        data: what the routes are costed and checked on (X: original coordinates with
+            CVRPLib's rounding).
+        target: the reference cost or BKS of the gap (``None``: no gap).
+    """
+
+    index: int
+    name: str
+    instances: RoutingInstances
+    data: RoutingData
+    target: float | None = None
+
+
+def make_destroy(name: str, size: int) -> Any:
+    """The destroy provider ``name`` removing about ``size`` customers per set."""
+    from pyg_routing.envs.deconstruction import RandomDestroy, SISRDestroy
+
+    if name == "random":
+        return RandomDestroy(k=size)
+    if name == "sisr":
+        return SISRDestroy(c_bar=size)
+    raise ValueError(f"unknown destroy {name!r}; choose from {', '.join(DESTROYS)}")
+
+
+def add_search_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "search", help="NDS's augmented simulated annealing on instances or CVRPLib X",
+        description="Destroy-and-repair search (NDS): removal sets from --destroy, greedy "
+                    "repair, simulated annealing over 8 augmentations, per instance for "
+                    "--time-limit seconds; writes a per-instance table (CSV, Markdown, "
+                    "JSON) with the gap to a reference or the best-known values.")
+    p.add_argument("--problem", choices=SEARCH_PROBLEMS, default="cvrp")
+    p.add_argument("--num-customers", type=count(2), default=500)
+    p.add_argument("--instances", type=count(1), default=16, help="generated instances")
+    p.add_argument("--seed", type=int, default=1234,
+                   help="seed of the generated instances and of the search")
+    p.add_argument("--preset", choices=tuple(PRESETS), default="paper",
+                   help="data family of the generated instances (nds: NDS's test data)")
+    p.add_argument("--exact", action="store_true",
+                   help="nds presets: NDS's own test instances (its random streams)")
+    p.add_argument("--benchmark", type=str.lower, choices=("x",), default=None,
+                   help="search CVRPLib X instead of generated instances")
+    p.add_argument("--data-dir", default=None, help="folder of the benchmark files "
+                   "(default: $PYG_ROUTING_DATA, ../shared/data, the bundled files)")
+    p.add_argument("--names", default=None,
+                   help="comma-separated benchmark instances (default: all)")
+    p.add_argument("--max-customers", type=count(1), default=None,
+                   help="benchmark instances with at most this many customers")
+    p.add_argument("--destroy", choices=DESTROYS, default="sisr")
+    p.add_argument("--remove", type=count(1), default=15,
+                   help="customers per removal set (SISR: its average c̄)")
+    p.add_argument("--time-limit", type=positive, default=60.0, help="seconds per instance")
+    p.add_argument("--iterations", type=count(1), default=None,
+                   help="stop after this many iterations (with or without a time limit)")
+    p.add_argument("--augment", type=count(1), default=8, help="solution slots per instance")
+    p.add_argument("--rollouts", type=count(1), default=200,
+                   help="removal sets per slot and iteration")
+    p.add_argument("--recreate", type=count(1), default=5, help="repairs per removal set")
+    p.add_argument("--reference", choices=("none", "pyvrp", "ortools"), default="none",
+                   help="generated instances: solve them for the gap (cached under --root)")
+    p.add_argument("--reference-time-limit", type=positive, default=None,
+                   help="seconds per instance of the reference (default: --time-limit)")
+    p.add_argument("--root", default="data", help="dataset cache of the references")
+    p.add_argument("--devices", type=count(1), default=1, help="worker processes per node")
+    p.add_argument("--num-nodes", type=count(1), default=1, help="machines")
+    p.add_argument("--threads", type=count(1), default=None,
+                   help="repair threads per worker (default: cores / devices)")
+    p.add_argument("--out", default=None, help="folder of the table (default: runs/search_...)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+
+
+def first_item(batch: list[SearchJob]) -> SearchJob:
+    """The loader's collate: one job per step (a module-level function, so spawned
+    workers can unpickle it)."""
+    return batch[0]
+
+
+def generated_jobs(args: argparse.Namespace) -> list[SearchJob]:
+    """``--instances`` instances of ``--problem``/``--preset`` (seed ``--seed``)."""
+    from pyg_routing.data.generators import make_generator
+
+    if args.exact and args.preset == "paper":
+        raise ValueError("--exact replays NDS's random streams; it needs an nds preset")
+    gen = make_generator(args.problem, args.num_customers, seed=args.seed, preset=args.preset,
+                         **_generator_kwargs(args))
+    inst = gen.sample(args.instances)
+    return [SearchJob(i, f"{args.problem}{args.num_customers}-{i}", inst[i:i + 1], inst[i])
+            for i in range(args.instances)]
+
+
+def _generator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {"exact": True} if args.exact else {}
+
+
+def add_reference(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    """The ``--reference`` cost of every generated instance (solved once, cached under
+    ``--root``) and the gap to it, into ``rows``."""
+    from pyg_routing.training.command import reference_costs
+
+    limit = args.reference_time_limit or args.time_limit
+    ref = reference_costs(args.problem, args.num_customers, args.instances, args.seed, limit,
+                          args.root, args.reference, preset=args.preset,
+                          generator_kwargs=_generator_kwargs(args),
+                          progress=not args.no_progress)
+    for row, target in zip(rows, ref.tolist()):
+        row["target"] = target
+        row["gap_percent"] = 100.0 * (row["objective"] / target - 1.0)
+
+
+def x_jobs(args: argparse.Namespace) -> list[SearchJob]:
+    """The CVRPLib X instances (``--names``, ``--max-customers``), coordinates / 1000,
+    each with its BKS (an instance missing from ``bks.csv`` is refused by name)."""
+    from pyg_routing.data.benchmarks import BenchmarkDataset
+
+    names = None if args.names is None else [n.strip() for n in args.names.split(",")
+                                             if n.strip()]
+    ds = BenchmarkDataset(args.data_dir, "x", names=names, with_solutions=False)
+    jobs: list[SearchJob] = []
+    for i in range(len(ds)):
+        data, name, path = ds[i], ds.instance_names[i], ds.paths[i]
+        if args.max_customers is not None and data.num_nodes - 1 > args.max_customers:
+            continue
+        if name not in ds.bks:
+            raise InstanceFormatError(f"{path}: instance {name!r} has no entry in "
+                                      f"{ds.folder / 'bks.csv'}")
+        pos = (data.raw_pos / X_SCALE).to(torch.get_default_dtype())
+        inst = RoutingInstances(Problem.CVRP, pos.unsqueeze(0), demand=data.demand.unsqueeze(0),
+                                capacity=data.capacity.reshape(1))
+        jobs.append(SearchJob(len(jobs), name, inst, data, ds.bks[name]))
+    if not jobs:
+        raise ValueError(f"no X instance with at most {args.max_customers} customers")
+    return jobs
+
+
+def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Search every job (Lightning ``predict``, strategy DDP over ``--devices`` x
+    ``--num-nodes`` workers); returns the table as a dict on rank 0 (``None`` on the
+    other ranks). The references of generated instances are solved afterwards, on
+    rank 0 only, so workers never build one cache twice."""
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+    from pyg_routing.envs.deconstruction import ASAConfig
+    from pyg_routing.training.search_predictor import RowWriter, SearchPredictor, read_rows
+
+    config = ASAConfig(time_limit=args.time_limit, max_iterations=args.iterations,
+                       augment=args.augment, rollouts=args.rollouts,
+                       recreate_n=args.recreate)
+    destroy = make_destroy(args.destroy, args.remove)
+    jobs = x_jobs(args) if args.benchmark else generated_jobs(args)
+    setting = "X" if args.benchmark else f"{args.problem}{args.num_customers}"
+    out = Path(args.out or f"runs/search_{setting.lower()}_{args.destroy}")
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("rows_rank*.json"):
+        old.unlink()
+    threads = args.threads or max(1, (os.cpu_count() or 1) // args.devices)
+    trainer = L.Trainer(accelerator="cpu", devices=args.devices, num_nodes=args.num_nodes,
+                        logger=False, enable_checkpointing=False, enable_model_summary=False,
+                        enable_progress_bar=not args.no_progress,
+                        callbacks=[RowWriter(out)])
+    loader = DataLoader(jobs, batch_size=1, shuffle=False, collate_fn=first_item)
+    trainer.predict(SearchPredictor(destroy, config, seed=args.seed, threads=threads),
+                    dataloaders=loader, return_predictions=False)
+    if trainer.world_size > 1:
+        trainer.strategy.barrier()        # every worker has written its rows
+    if trainer.global_rank != 0:
+        return None                       # rank 0 (on a shared file system) reports
+    rows = read_rows(out, len(jobs))
+    if not args.benchmark and args.reference != "none":
+        add_reference(args, rows)
+    result = {"setting": setting, "destroy": repr(destroy), "time_limit": args.time_limit,
+              "iterations_cap": args.iterations, "augment": args.augment,
+              "rollouts": args.rollouts, "recreate": args.recreate, "seed": args.seed,
+              "preset": None if args.benchmark else args.preset,
+              "reference": "BKS" if args.benchmark else args.reference,
+              "devices": args.devices * args.num_nodes, "threads": threads, "rows": rows,
+              "mean": summarize(rows), "out": str(out)}
+    write_tables(result, out)
+    return result
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over the instances (the gap of every instance that has one)."""
+    def mean(key: str) -> float | None:
+        vals = [r[key] for r in rows if r.get(key) is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    return {key: mean(key) for key in ("objective", "target", "gap_percent", "iterations",
+                                       "seconds", "start_seconds", "accepted")}
+
+
+COLUMNS = ("instance", "customers", "target", "objective", "gap_percent", "start_objective",
+           "iterations", "seconds", "start_seconds", "accepted", "routes")
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    ref = result["reference"]
+    head = ["instance", "n", ref if ref != "none" else "reference", "objective", "gap",
+            "iterations", "seconds"]
+    lines = [f"**{result['setting']}**, ASA with {result['destroy']}: {result['time_limit']:g} s "
+             f"per instance, augment {result['augment']}, {result['rollouts']} sets x "
+             f"{result['recreate']} repairs per slot and iteration, seed {result['seed']}, "
+             f"{result['threads']} thread(s) x {result['devices']} worker(s)", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def fmt(v: Any, spec: str) -> str:
+        return "-" if v is None else format(v, spec)
+
+    for r in [*result["rows"], {"instance": "**mean**", **result["mean"]}]:
+        lines.append("| " + " | ".join([
+            str(r["instance"]), fmt(r.get("customers"), "d"), fmt(r.get("target"), ".3f"),
+            fmt(r.get("objective"), ".3f"), fmt(r.get("gap_percent"), ".2f") + (
+                "%" if r.get("gap_percent") is not None else ""),
+            fmt(r.get("iterations"), ".0f"), fmt(r.get("seconds"), ".1f")]) + " |")
+    return "\n".join(lines)
+
+
+def write_tables(result: dict[str, Any], out: Path) -> None:
+    """``table.csv``, ``table.md`` and ``result.json`` under ``out``."""
+    import csv
+
+    with open(out / "table.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(result["rows"])
+    (out / "table.md").write_text(render_markdown(result) + "\n")
+    (out / "result.json").write_text(json.dumps(result, indent=2))

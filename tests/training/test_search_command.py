@@ -1,0 +1,122 @@
+"""``pyg-routing search``: tables on generated instances and CVRPLib X, references, the
+distributed run, and one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pyg_routing.cli import main
+from pyg_routing.data.benchmarks import load_instance
+from pyg_routing.data.routing_data import RoutingData
+
+BUNDLED = Path(__file__).resolve().parents[2] / "pyg_routing" / "data" / "bundled"
+FAST = ["--iterations", "2", "--augment", "2", "--rollouts", "8", "--no-progress", "--json"]
+
+
+def _run(argv: list[str], capsys) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("problem, preset", [("cvrp", "paper"), ("vrptw", "nds"),
+                                             ("pcvrp", "nds")])
+def test_generated_instances_give_a_table(tmp_path, capsys, problem, preset):
+    out = _run(["search", "--problem", problem, "--num-customers", "30", "--instances", "2",
+                "--preset", preset, "--destroy", "random", "--out", str(tmp_path), *FAST],
+               capsys)
+    assert [r["instance"] for r in out["rows"]] == [f"{problem}30-0", f"{problem}30-1"]
+    for row in out["rows"]:
+        assert row["iterations"] == 2 and row["gap_percent"] is None
+        assert row["objective"] == pytest.approx(row["search_objective"], rel=1e-5, abs=1e-5)
+        assert row["objective"] <= row["start_objective"] + 1e-6
+    with open(tmp_path / "table.csv") as f:
+        assert len(list(csv.DictReader(f))) == 2
+    assert "**mean**" in (tmp_path / "table.md").read_text()
+    assert not list(tmp_path.glob("rows_rank*.json"))
+
+
+def test_reference_gap_on_generated_instances(tmp_path, capsys):
+    out = _run(["search", "--problem", "cvrp", "--num-customers", "20", "--instances", "2",
+                "--destroy", "sisr", "--reference", "pyvrp", "--reference-time-limit", "0.2",
+                "--root", str(tmp_path / "data"), "--out", str(tmp_path / "t"), *FAST], capsys)
+    for row in out["rows"]:
+        assert row["target"] > 0
+        assert row["gap_percent"] == pytest.approx(100 * (row["objective"] / row["target"] - 1))
+    assert out["mean"]["gap_percent"] is not None
+
+
+def _x_folder(tmp_path: Path, bks: str | None) -> Path:
+    folder = tmp_path / "x"
+    folder.mkdir()
+    shutil.copy(BUNDLED / "X-n101-k25.vrp", folder)
+    if bks is not None:
+        (folder / "bks.csv").write_text(bks)
+    return folder
+
+
+def test_x_benchmark_rounds_costs_like_cvrplib_and_reports_the_bks_gap(tmp_path, capsys):
+    folder = _x_folder(tmp_path, "instance,bks\nX-n101-k25,27591\n")
+    out = _run(["search", "--benchmark", "X", "--data-dir", str(folder), "--destroy", "sisr",
+                "--out", str(tmp_path / "t"), *FAST], capsys)
+    (row,) = out["rows"]
+    assert row["instance"] == "X-n101-k25" and row["target"] == 27591
+    assert row["objective"] == int(row["objective"])          # nint arcs: an integer cost
+    assert row["gap_percent"] == pytest.approx(100 * (row["objective"] / 27591 - 1))
+    assert row["objective"] >= 27591
+    # the search ran on coordinates / 1000: its own cost is the unrounded one / 1000
+    assert row["search_objective"] == pytest.approx(row["objective"] / 1000, rel=2e-3)
+
+
+def test_x_best_known_routes_cost_the_bks():
+    sol = load_instance(BUNDLED / "X-n101-k25.vrp", solution=True)
+    assert isinstance(sol, RoutingData) and float(sol.cost()) == 27591
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["search", "--time-limit", "0"], "--time-limit: must be a finite number > 0"),
+    (["search", "--problem", "tsp"], "invalid choice: 'tsp'"),
+])
+def test_bad_option_values_are_one_line_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["search", "--exact", "--instances", "1"], "--exact replays NDS's random streams"),
+    (["search", "--benchmark", "x", "--names", "X-n999-k1"], "X-n999-k1"),
+])
+def test_bad_options_are_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_an_x_file_without_a_bks_entry_is_refused_by_name(tmp_path, capsys):
+    folder = _x_folder(tmp_path, "instance,bks\nX-n106-k14,26362\n")
+    assert main(["search", "--benchmark", "x", "--data-dir", str(folder), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert "X-n101-k25" in err and "bks.csv" in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_two_worker_processes_search_every_instance_once(tmp_path):
+    """``--devices 2``: Lightning's DDP on CPU splits the instances; rank 0 merges."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "t"
+    cmd = [sys.executable, "-m", "pyg_routing.cli", "search", "--problem", "cvrp",
+           "--num-customers", "20", "--instances", "3", "--devices", "2", "--threads", "1",
+           "--destroy", "random", "--out", str(out), *FAST]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads((out / "result.json").read_text())
+    assert [r["index"] for r in result["rows"]] == [0, 1, 2]
+    assert result["devices"] == 2
