@@ -13,7 +13,10 @@ the zero half instead of multiplying it.
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pyg_routing.models.pe.rope import RotaryPE
@@ -21,12 +24,18 @@ from pyg_routing.models.pe.rope import RotaryPE
 
 def instance_norm(x: Tensor, eps: float = 1e-5) -> Tensor:
     """N2S's normalisation: per instance over all nodes and channels, no affine
-    parameters (``x [B, M, D]``). Not ``nn.LayerNorm`` (per node) nor BatchNorm."""
-    centred = x - x.mean((1, 2), keepdim=True)
-    # Unbiased, as N2S's ``x.var((1, 2))``; written out (``var`` over two dims is
-    # several times slower on CPU).
-    var = centred.square().sum((1, 2), keepdim=True) / (x.size(1) * x.size(2) - 1)
-    return centred * torch.rsqrt(var + eps)
+    parameters (``x [B, M, D]``). Not ``nn.LayerNorm`` (per node) nor BatchNorm.
+
+    N2S divides by the UNBIASED deviation, ``(x - mean) / sqrt(var_u + eps)`` with
+    ``var_u = n / (n - 1) var`` over ``n = M D`` values; that is ``layer_norm`` over the
+    flattened instance with ``eps (n - 1) / n``, times ``sqrt((n - 1) / n)``: one fused
+    kernel instead of four passes over ``x``.
+    """
+    b, m, d = x.shape
+    n = m * d
+    ratio = (n - 1) / n
+    out = F.layer_norm(x.reshape(b, n), (n,), eps=eps * ratio)
+    return (out * math.sqrt(ratio)).view(b, m, d)
 
 
 class SynthesisAttentionLayer(nn.Module):

@@ -141,3 +141,16 @@ def test_gradients_reach_the_encoding_and_both_decoders():
 def test_build_refuses_other_problems():
     with pytest.raises(ValueError, match="N2SPolicy supports pdtsp, not 'cvrp'"):
         N2SPolicy.build("cvrp")
+
+
+def test_instance_norm_is_n2s_unbiased_normalisation_with_its_gradient():
+    from pyg_routing.models.synthesis_attention import instance_norm
+
+    x = torch.randn(3, 11, 16, dtype=torch.float64, requires_grad=True)
+    mean, var = x.mean((1, 2), keepdim=True), x.var((1, 2), keepdim=True)   # unbiased, as N2S
+    ref = (x - mean) / torch.sqrt(var + 1e-5)
+    out = instance_norm(x)
+    torch.testing.assert_close(out, ref)
+    g = torch.randn_like(out)
+    torch.testing.assert_close(torch.autograd.grad((out * g).sum(), x)[0],
+                               torch.autograd.grad((ref * g).sum(), x)[0])
