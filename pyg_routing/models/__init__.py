@@ -26,3 +26,9 @@ __all__ = ["ALiBiBias", "AbsolutePE", "AttentionBias", "DACTCyclicPE", "DACTPoli
            "ReinsertionDecoder", "RelativePositionBias", "RemovalDecoder", "RotaryPE",
            "SynthesisAttentionLayer",
            "RouteAttention", "ShortestPathBias", "ValueHead"]
+
+from pyg_routing.models.nds_decoder import NDSDecoder, sample_z  # noqa: E402
+from pyg_routing.models.nds_encoder import NDSEncoder  # noqa: E402
+from pyg_routing.models.nds_policy import NDSPolicy  # noqa: E402
+
+__all__ += ["NDSDecoder", "NDSEncoder", "NDSPolicy", "sample_z"]

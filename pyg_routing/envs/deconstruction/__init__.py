@@ -57,3 +57,16 @@ __all__ = ["CVRP", "PCVRP", "VRPTW", "ASAConfig", "ASAResult", "DestroyProvider"
            "commit_sets", "draw_start_randomness", "draw_uniforms", "euclidean_distances",
            "evaluate_sets", "neighbour_table", "start_parameters", "start_solutions",
            "sync_slots", "uniforms_per_set"]
+
+from pyg_routing.envs.deconstruction.observation import (  # noqa: E402
+    NDSFeatures,
+    NDSObservation,
+    augmentation_index,
+    observe,
+    route_arcs,
+    unit_square_symmetries,
+)
+from pyg_routing.envs.deconstruction.policy_destroy import PolicyDestroy  # noqa: E402
+
+__all__ += ["NDSFeatures", "NDSObservation", "PolicyDestroy", "augmentation_index", "observe",
+            "route_arcs", "unit_square_symmetries"]

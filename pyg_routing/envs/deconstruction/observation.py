@@ -1,0 +1,263 @@
+"""What NDS's removal policy sees of a :class:`~.state.ToursState`, every search iteration.
+
+NDS rebuilds its network input from every slot's CURRENT solution at each iteration
+(``env.get_model_input``, a Python loop over tours). Here the same input, plus the
+encoding inputs the project's encodings need, comes from tensor operations over all
+slots at once (no Python loop over slots, tours or customers), on the policy's device:
+
+* node features ``x [S, N+1, F]`` in NDS's scale: the slot's (augmented) coordinates,
+  ``demand / capacity``, then the time window ``(e, l)`` (VRPTW) or the prize
+  (PCVRP); the depot row holds its coordinates and zeros;
+* ``pred, succ [S, N]`` (0 = the depot, also for singleton tours and unvisited
+  customers) and the tour labels ``tour [S, N]`` (-1 unvisited), as in NDS;
+* the route quantities of the slot's solution (:func:`route_quantities` on the
+  solution's arcs, without re-validating the coordinates), the encoding inputs built
+  from them (:class:`EncodingInputs`; IPE's ``direction="auto"`` is direction-aware
+  for the problems that are, VRPTW and PCVRP), and the encoder's node code.
+
+Augmentations. Slot ``a`` of an instance (its ``a``-th slot in slot order) sees
+symmetry ``a % 8`` of the instance's coordinates. ``symmetry="depot"`` (default) uses
+the library's 8 symmetries of the square about the depot
+(:func:`~pyg_routing.envs.augment.augment_positions`); ``"unit_square"`` uses NDS's
+own 8 flips and transposes of the unit square (for NDS checkpoints, which never saw
+coordinates outside ``[0, 1]``). Both preserve distances, so the search's distance
+matrix is shared by all slots of an instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.problems import Problem
+from pyg_routing.data.route_quantities import route_quantities
+from pyg_routing.envs.augment import augment_positions
+from pyg_routing.envs.base import UnsupportedProblemError
+from pyg_routing.envs.deconstruction.problem import KIND_OF_PROBLEM
+from pyg_routing.envs.deconstruction.state import ToursState
+from pyg_routing.functional._route_graph import RouteGraph, route_graph
+from pyg_routing.transforms import EncodingInputs
+
+SYMMETRY_CHOICES = ("depot", "unit_square")
+NUM_SYMMETRIES = 8
+
+
+def unit_square_symmetries(pos: Tensor) -> Tensor:
+    """NDS's 8 augmentations of ``pos [B, M, 2]`` in ``[0, 1]^2``: ``(x, y)``, ``(1-x, y)``,
+    ``(x, 1-y)``, ``(1-x, 1-y)``, then the same of ``(y, x)``; copy-major ``[8 B, M, 2]``
+    (row ``c * B + b`` = copy ``c`` of ``b``), as :func:`augment_positions`."""
+    x, y = pos[..., :1], pos[..., 1:2]
+    copies = [(x, y), (1 - x, y), (x, 1 - y), (1 - x, 1 - y),
+              (y, x), (1 - y, x), (y, 1 - x), (1 - y, 1 - x)]
+    return torch.cat([torch.cat(c, dim=-1) for c in copies], dim=0)
+
+
+def augmentation_index(inst: np.ndarray) -> np.ndarray:
+    """``int64 [S]``: the rank of each slot among the slots of its instance, in slot
+    order (``s % augment`` for the search's instance-major layout)."""
+    inst = np.asarray(inst, dtype=np.int64)
+    order = np.argsort(inst, kind="stable")
+    sorted_inst = inst[order]
+    first = np.searchsorted(sorted_inst, sorted_inst, side="left")
+    rank = np.empty_like(inst)
+    rank[order] = np.arange(len(inst)) - first
+    return rank
+
+
+@dataclass
+class NDSFeatures:
+    """The per-instance part of the observation, built once per search.
+
+    Attributes:
+        problem: cvrp, vrptw or pcvrp.
+        pos: ``[8, I, N+1, 2]`` the 8 augmented coordinates of every instance.
+        extra: ``[I, N+1, F-2]`` ``demand / capacity`` [+ ``(e, l)`` | prize], depot 0.
+        symmetry: ``"depot"`` or ``"unit_square"``.
+    """
+
+    problem: Problem
+    pos: Tensor
+    extra: Tensor
+    symmetry: str = "depot"
+
+    @classmethod
+    def from_instances(cls, instances: RoutingInstances, device: torch.device | str | None = None,
+                       dtype: torch.dtype = torch.float32, symmetry: str = "depot"
+                       ) -> NDSFeatures:
+        """The features of CVRP, VRPTW or PCVRP ``instances`` (in NDS's scale).
+
+        Raises:
+            UnsupportedProblemError: another problem. ValueError: unknown ``symmetry``.
+        """
+        prob = Problem.parse(instances.problem)
+        if prob not in KIND_OF_PROBLEM:
+            raise UnsupportedProblemError(
+                f"NDS observations exist for {', '.join(p.value for p in KIND_OF_PROBLEM)}; "
+                f"got problem {prob.value!r}")
+        if symmetry not in SYMMETRY_CHOICES:
+            raise ValueError(f"symmetry must be one of {SYMMETRY_CHOICES}, got {symmetry!r}")
+        device = instances.pos.device if device is None else torch.device(device)
+        pos = instances.pos.to(device=device, dtype=dtype)
+        b, m, _ = pos.shape
+        aug = (augment_positions(pos, NUM_SYMMETRIES) if symmetry == "depot"
+               else unit_square_symmetries(pos))
+        ratio = (instances.demand.to(device=device, dtype=dtype)
+                 / instances.capacity.to(device=device, dtype=dtype).view(b, 1))
+        cols = [ratio.unsqueeze(-1)]
+        if prob is Problem.VRPTW:
+            cols.append(instances.time_window.to(device=device, dtype=dtype))
+        elif prob is Problem.PCVRP:
+            cols.append(instances.prize.to(device=device, dtype=dtype).unsqueeze(-1))
+        extra = torch.cat(cols, dim=-1)
+        extra[:, 0] = 0                         # NDS feeds the depot its coordinates only
+        return cls(prob, aug.view(NUM_SYMMETRIES, b, m, 2), extra, symmetry)
+
+    @property
+    def num_instances(self) -> int:
+        return self.extra.shape[0]
+
+    @property
+    def num_customers(self) -> int:
+        return self.extra.shape[1] - 1
+
+    @property
+    def device(self) -> torch.device:
+        return self.extra.device
+
+    def slot_positions(self, inst: np.ndarray) -> tuple[Tensor, Tensor]:
+        """``(pos [S, N+1, 2], inst [S] long)``: each slot's augmented coordinates."""
+        aug = torch.from_numpy(augmentation_index(inst) % NUM_SYMMETRIES).to(self.device)
+        rows = torch.from_numpy(np.asarray(inst, dtype=np.int64)).to(self.device)
+        return self.pos[aug, rows], rows
+
+
+@dataclass
+class NDSObservation:
+    """The policy's input for ``S`` solutions of ``N`` customers (``M = N + 1``).
+
+    Attributes:
+        x: ``[S, M, F]`` node features (depot row: coordinates, zeros).
+        pos: ``[S, M, 2]`` the slots' augmented coordinates.
+        pred, succ: ``[S, N]`` long neighbours of customers 1..N (0 = depot).
+        tour: ``[S, N]`` long tour labels (-1 unvisited).
+        route_pos, route_id: ``[S, M]`` long (depot 0 / -1, unvisited -1 / -1;
+            route ids unique over all slots, ordered by slot then first customer).
+        cum_dist, route_length, depot_angle: ``[S, M]`` float route quantities.
+        edge_index: ``[2, E]`` the solutions' route arcs on the flat ``S * M`` nodes.
+        pe: ``[S, M, w]`` the encoder's node code (``None``: no node code).
+    """
+
+    x: Tensor
+    pos: Tensor
+    pred: Tensor
+    succ: Tensor
+    tour: Tensor
+    route_pos: Tensor
+    route_id: Tensor
+    cum_dist: Tensor
+    route_length: Tensor
+    depot_angle: Tensor
+    edge_index: Tensor
+    pe: Tensor | None = None
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+
+def route_arcs(pred: Tensor, succ: Tensor, tour: Tensor) -> Tensor:
+    """``[2, E]`` route arcs of ``S`` solutions on the flat ``S * (N+1)`` nodes.
+
+    Args:
+        pred, succ, tour: ``[S, N+1]`` (index 0 unused), as in :class:`ToursState`.
+
+    The opening arcs ``depot -> first`` come first, slot by slot and by increasing
+    first customer (so route ids follow that order), then every customer's outgoing
+    arc; :func:`route_quantities` recovers the visit order by list ranking.
+    """
+    s, m = succ.shape
+    cust = torch.arange(1, m, device=succ.device)
+    base = (torch.arange(s, device=succ.device) * m).unsqueeze(1)       # the slot's depot
+    visited = tour[:, 1:] >= 0
+    opens = visited & (pred[:, 1:] == 0)
+    src = torch.cat([base.expand(s, m - 1)[opens], (base + cust)[visited]])
+    dst = torch.cat([(base + cust)[opens], (base + succ[:, 1:])[visited]])
+    return torch.stack([src, dst])
+
+
+def encoding_inputs(pos: Tensor, edge_index: Tensor, problem: Problem,
+                    dtype: torch.dtype | None = None
+                    ) -> tuple[EncodingInputs, tuple[Tensor, ...]]:
+    """The node encodings' inputs of ``S`` solutions (flat over ``S * M`` nodes) and the
+    route quantities ``(route_id, route_pos, cum_dist, route_length, depot_angle)``.
+
+    Args:
+        pos: ``[S, M, 2]`` coordinates. edge_index: :func:`route_arcs`.
+        problem: decides IPE's direction (``Problem.direction_sensitive``).
+    """
+    s, m, _ = pos.shape
+    dev = pos.device
+    depot_mask = torch.zeros(s, m, dtype=torch.bool, device=dev)
+    depot_mask[:, 0] = True
+    depot_mask = depot_mask.view(-1)
+    batch = torch.arange(s, device=dev).repeat_interleave(m)
+    flat = pos.reshape(-1, 2)
+    # The instances were checked when the search started: no re-validation (one sync).
+    rq = route_quantities(flat, edge_index, depot_mask, batch, s, validate=False)
+    ptr = torch.arange(s + 1, device=dev) * m
+
+    def graph(by: str = "") -> RouteGraph:
+        return route_graph(edge_index, s * m, batch, ptr, depot_mask)
+
+    inputs = EncodingInputs(
+        depot_angle=rq.depot_angle, depot_mask=depot_mask,
+        direction_sensitive=torch.full((s,), problem.direction_sensitive, device=dev),
+        batch=batch, route_pos=rq.route_pos, route_id=rq.route_id, cum_dist=rq.cum_dist,
+        route_length=rq.route_length, route_graph=graph, dtype=dtype)
+    return inputs, (rq.route_id, rq.route_pos, rq.cum_dist, rq.route_length, rq.depot_angle)
+
+
+def observe(state: ToursState, features: NDSFeatures,
+            node_code: Callable[[EncodingInputs], Tensor | None] | None = None,
+            dtype: torch.dtype = torch.float32) -> NDSObservation:
+    """The observation of every slot of ``state`` (see the module docstring).
+
+    Args:
+        state: ``S`` solutions of the instances of ``features``.
+        features: :meth:`NDSFeatures.from_instances` of the search's instances (on the
+            policy's device).
+        node_code: the encoder's seam, e.g. ``policy.encoder.node_code`` (``None``: no
+            node code is computed).
+        dtype: floating dtype of the features and codes.
+
+    Raises:
+        ValueError: the state does not fit the features (customer count, instance rows).
+    """
+    n = state.num_customers
+    if n != features.num_customers:
+        raise ValueError(f"the state has {n} customers, the features "
+                         f"{features.num_customers}")
+    if len(state) and (state.inst.min() < 0 or state.inst.max() >= features.num_instances):
+        raise ValueError(f"state.inst must index the {features.num_instances} instances of "
+                         f"the features")
+    dev = features.device
+    pos, rows = features.slot_positions(state.inst)
+    pos = pos.to(dtype)
+    pred = torch.from_numpy(state.pred).to(dev, torch.long)
+    succ = torch.from_numpy(state.succ).to(dev, torch.long)
+    tour = torch.from_numpy(state.tour).to(dev, torch.long)
+    edge_index = route_arcs(pred, succ, tour)
+    inputs, (rid, rpos, cum, length, angle) = encoding_inputs(pos, edge_index, features.problem,
+                                                              dtype)
+    s, m = pos.shape[:2]
+    code = None if node_code is None else node_code(inputs)
+    x = torch.cat([pos, features.extra[rows].to(dtype)], dim=-1)
+    return NDSObservation(
+        x=x, pos=pos, pred=pred[:, 1:], succ=succ[:, 1:], tour=tour[:, 1:],
+        route_pos=rpos.view(s, m), route_id=rid.view(s, m), cum_dist=cum.view(s, m),
+        route_length=length.view(s, m), depot_angle=angle.view(s, m), edge_index=edge_index,
+        pe=None if code is None else code.reshape(s, m, -1).to(dtype))

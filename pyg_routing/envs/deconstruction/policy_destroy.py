@@ -1,0 +1,130 @@
+"""``PolicyDestroy``: removal sets from a learned NDS policy, behind the
+:class:`~.destroy.DestroyProvider` protocol of the search.
+
+Per call (one search iteration): the observation of every slot's current solution
+(:func:`.observation.observe`, with the policy's node code), one policy pass under
+``torch.no_grad()`` in eval mode (autocast on CUDA, as NDS's test-time search), and
+``num_sets`` rollouts of ``k`` picks per slot, returned as ``int32 [S, num_sets, k]``
+numpy sets in pick order (the first repair's insertion order). Randomness (the
+latents and the sampling) comes from a ``torch.Generator`` seeded from the search's
+numpy ``rng``, so a seeded search is reproducible on one device.
+
+The policy is duck-typed (an :class:`~pyg_routing.models.NDSPolicy` or anything with
+its ``problem``, ``encoder.node_code`` and ``forward(obs, K, k, generator=...)``), so
+the environments do not import the models.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import numpy as np
+import torch
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.problems import Problem
+from pyg_routing.envs.deconstruction.destroy import PerArraysCache
+from pyg_routing.envs.deconstruction.observation import NDSFeatures, observe
+from pyg_routing.envs.deconstruction.problem import KIND_OF_PROBLEM, ProblemArrays
+from pyg_routing.envs.deconstruction.state import ToursState, state_shapes_match
+from pyg_routing.errors import InvalidInstanceError
+
+#: Largest mismatch (in distance units) tolerated between the arrays' distances from
+#: the depot and the features' coordinates (float32 coordinates, float64 distances).
+_DIST_ATOL = 1e-4
+
+
+def _check_matching(features: NDSFeatures, arrays: ProblemArrays) -> bool:
+    """Whether ``arrays`` are the instances of ``features`` (counts, problem, and the
+    distances from the depot recomputed from the coordinates)."""
+    if (arrays.num_instances != features.num_instances
+            or arrays.num_customers != features.num_customers
+            or KIND_OF_PROBLEM[features.problem] != arrays.kind):
+        return False
+    pos = features.pos[0].double().cpu()                      # identity copy [I, M, 2]
+    d0 = (pos - pos[:, :1]).norm(dim=-1).numpy()
+    return bool(np.allclose(d0, arrays.dist[:, 0], rtol=0, atol=_DIST_ATOL))
+
+
+class PolicyDestroy:
+    """Removal sets sampled from a learned NDS policy.
+
+    Args:
+        policy: an ``NDSPolicy`` (moved to its device beforehand).
+        instances: the search's instances (coordinates and features; the
+            :class:`ProblemArrays` passed to :meth:`propose` must be theirs).
+        k: customers per set (NDS: 15).
+        symmetry: augmentation of the slots' coordinates (``"depot"``, ``"unit_square"``
+            for NDS checkpoints; see :mod:`.observation`).
+        autocast: run the policy under ``torch.autocast`` (default: on CUDA only).
+        temperature: softmax temperature (NDS: 1).
+
+    Attributes:
+        name: ``"policy"``.
+    """
+
+    name = "policy"
+
+    def __init__(self, policy: Any, instances: RoutingInstances, k: int = 15,
+                 symmetry: str = "depot", autocast: bool | None = None,
+                 temperature: float = 1.0) -> None:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        prob = Problem.parse(instances.problem).value
+        if getattr(policy, "problem", prob) != prob:
+            raise ValueError(f"the policy was built for {policy.problem!r}, the instances are "
+                             f"{prob!r}")
+        if k > instances.num_nodes - 1:
+            raise ValueError(f"k = {k} is above the number of customers "
+                             f"{instances.num_nodes - 1}")
+        self.policy = policy
+        self.k = k
+        self.temperature = temperature
+        self.device = next(policy.parameters()).device
+        self.autocast = self.device.type == "cuda" if autocast is None else bool(autocast)
+        self.features = NDSFeatures.from_instances(instances, device=self.device,
+                                                   symmetry=symmetry)
+        self._matches = PerArraysCache(lambda arrays: _check_matching(self.features, arrays))
+
+    def observe(self, state: ToursState):
+        """The policy's observation of ``state`` (no gradient bookkeeping needed)."""
+        enc = self.policy.encoder
+        dtype = next(self.policy.parameters()).dtype
+        return observe(state, self.features, enc.node_code, dtype)
+
+    def propose(self, state: ToursState, arrays: ProblemArrays, num_sets: int,
+                rng: np.random.Generator) -> np.ndarray:
+        """``int32 [S, num_sets, k]`` sets for the current solutions (ids 1..N, distinct
+        within a set, in pick order; no padding).
+
+        Raises:
+            InvalidInstanceError: ``arrays`` are not the instances given at construction.
+            ValueError: ``num_sets`` outside ``1..1024``.
+        """
+        state_shapes_match(state, arrays)
+        if not self._matches.get(arrays):
+            raise InvalidInstanceError(
+                "PolicyDestroy.propose got ProblemArrays of other instances than those it "
+                "was built with (counts or distances differ); build it with the search's "
+                "instances")
+        seed = int(rng.integers(0, 2 ** 63 - 1))
+        gen = torch.Generator(device=self.device).manual_seed(seed)
+        was_training = self.policy.training
+        self.policy.eval()
+        amp = (torch.autocast(self.device.type) if self.autocast
+               else contextlib.nullcontext())
+        try:
+            with torch.no_grad():
+                # The encoding inputs in full precision; only the network under autocast.
+                obs = self.observe(state)
+                with amp:
+                    sets, _, _ = self.policy(obs, num_sets, self.k, generator=gen,
+                                             temperature=self.temperature)
+        finally:
+            self.policy.train(was_training)
+        return sets.to(torch.int32).cpu().numpy()
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(k={self.k}, problem={self.features.problem.value!r}, "
+                f"symmetry={self.features.symmetry!r}, device={self.device})")
