@@ -24,9 +24,9 @@ enter as the project paper prescribes:
   the code of width ``w`` is CONCATENATED to the raw features before the first
   projections, which become ``Linear(F + w -> dim)``. The depot has its own projection
   in NDS; it gets its OWN code (the value each encoding gives node 0: IPE phase 0,
-  XPE zeros, APE's learnable depot row, ...) through ``Linear(2 + w -> dim)``, so that
-  the encodings that do say something about the depot (APE, SIN, Laplacian PE) reach
-  it, and every node is embedded by the same rule;
+  XPE zeros, APE's learnable depot row, ...) through ``Linear(2 + w -> dim)``, so
+  that every node is embedded by the same rule and what an encoding does say about
+  the depot (APE's depot row, the Laplacian eigenvectors' depot entries) reaches it;
 * attention biases (RPE, ALiBi, SPD): one ``[B, 8, M, M]`` bias, added to the
   logits of all 4 Transformer layers;
 * RoPE: queries and keys of all 4 Transformer layers rotated by the within-route

@@ -122,7 +122,16 @@ class NDSPolicy(nn.Module):
             float32 (sum over the picks), ``z [S, K, z_dim]`` (store it with the
             rollout to score it again).
         """
-        h = self.embed(obs)
+        return self.decode(self.embed(obs), num_rollouts, k, generator, selected, z,
+                           temperature)
+
+    def decode(self, h: Tensor, num_rollouts: int, k: int = 15,
+               generator: torch.Generator | None = None, selected: Tensor | None = None,
+               z: Tensor | None = None, temperature: float = 1.0
+               ) -> tuple[Tensor, Tensor, Tensor]:
+        """:meth:`forward` from the encoder outputs ``h [S, M, dim]`` (:meth:`embed`):
+        e.g. one encoder pass shared by sampling without gradient and scoring the
+        chosen rollouts with it."""
         s = h.shape[0]
         if z is None:
             if selected is not None:

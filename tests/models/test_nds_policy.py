@@ -171,6 +171,12 @@ def test_scoring_reproduces_the_sampled_log_prob(pe):
     torch.testing.assert_close(scored, log_prob, rtol=0, atol=1e-5)
     with pytest.raises(ValueError, match="latents"):
         policy(obs, 5, selected=sel)
+    # Training's pattern: one encoder pass, then only each instance's winner scored.
+    h = policy.embed(obs)
+    win = torch.tensor([0, 3, 4, 1])
+    rows = torch.arange(len(obs))
+    _, best, _ = policy.decode(h, 1, selected=sel[rows, win][:, None], z=z[rows, win][:, None])
+    torch.testing.assert_close(best[:, 0], log_prob[rows, win], rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("pe", ["none", "ipexpe", "rpe", "spd", "rope", "ape"])
@@ -242,3 +248,59 @@ def test_cuda_fp32_and_autocast(pe):
     with torch.no_grad(), torch.autocast("cuda"):
         sel, log_prob, _ = policy(obs, 8, 5, generator=gen)
     assert sel.is_cuda and bool(torch.isfinite(log_prob).all())
+
+
+# ---------------------------------------------------------------------- parity with NDS
+def _nds_model_module():
+    """NDS's own ``src/model.py`` (github:ahottung/NDS), when PYG_ROUTING_NDS_SRC names
+    a checkout's ``src`` folder; the test is skipped otherwise."""
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    src = os.environ.get("PYG_ROUTING_NDS_SRC")
+    if not src or not (Path(src) / "model.py").is_file():
+        pytest.skip("set PYG_ROUTING_NDS_SRC to an NDS checkout's src/ folder")
+    spec = importlib.util.spec_from_file_location("nds_reference_model", Path(src) / "model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_parity_with_nds_model(problem):
+    """NDS's Model loads into NDSPolicy (strict) and gives the same embeddings and the
+    same log-probabilities of the same picks."""
+    import math
+
+    nds = _nds_model_module()
+    ref = nds.Model(problem=problem, embedding_dim=128, head_num=8, qkv_dim=16,
+                    encoder_layer_num=2, tour_layer=True, message_passing_layer_num=1,
+                    encoder_layer_num_2=2, ff_hidden_dim=512, poly_embedding_dim=256,
+                    z_dim=10, sqrt_embedding_dim=math.sqrt(128), logit_clipping=10,
+                    eval_type="softmax")
+    torch.manual_seed(0)
+    for p in ref.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    policy = NDSPolicy.build(problem)
+    policy.load_state_dict(ref.state_dict())
+    _, obs = _policy_and_obs(problem, "none")
+    with torch.no_grad():
+        h = policy.embed(obs)
+        h_ref = ref.encoder(obs.x[:, :1, :2], obs.x[:, 1:],
+                            torch.stack([obs.pred, obs.succ], -1), obs.tour.clone())
+        torch.testing.assert_close(h, h_ref, rtol=0, atol=1e-6)
+        s, rollouts, k = len(obs), 4, 6
+        sel, log_prob, z = policy(obs, rollouts, k, generator=torch.Generator().manual_seed(0))
+        ref.decoder.set_kv(h_ref, z)
+        mask = torch.zeros(s, rollouts, N + 1)
+        mask[:, :, 0] = float("-inf")
+        last = ref.start_last_node[None, None].expand(s, rollouts, -1)
+        want = torch.zeros(s, rollouts)
+        for t in range(k):
+            probs = ref.decoder(last, ninf_mask=mask, temperature=1.0)
+            pick = sel[:, :, t:t + 1]
+            want += probs.gather(2, pick).squeeze(-1).log()
+            mask = mask.scatter(2, pick, float("-inf"))
+            last = h_ref.gather(1, pick.expand(s, rollouts, 128))
+        torch.testing.assert_close(log_prob, want, rtol=0, atol=1e-4)

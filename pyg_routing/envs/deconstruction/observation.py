@@ -129,6 +129,11 @@ class NDSFeatures:
     def device(self) -> torch.device:
         return self.extra.device
 
+    def to(self, device: torch.device | str) -> NDSFeatures:
+        """A copy on ``device``."""
+        return NDSFeatures(self.problem, self.pos.to(device), self.extra.to(device),
+                           self.symmetry)
+
     def slot_positions(self, inst: np.ndarray) -> tuple[Tensor, Tensor]:
         """``(pos [S, N+1, 2], inst [S] long)``: each slot's augmented coordinates."""
         aug = torch.from_numpy(augmentation_index(inst) % NUM_SYMMETRIES).to(self.device)

@@ -25,7 +25,7 @@ import torch
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.deconstruction.destroy import PerArraysCache
-from pyg_routing.envs.deconstruction.observation import NDSFeatures, observe
+from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
 from pyg_routing.envs.deconstruction.problem import KIND_OF_PROBLEM, ProblemArrays
 from pyg_routing.envs.deconstruction.state import ToursState, state_shapes_match
 from pyg_routing.errors import InvalidInstanceError
@@ -81,17 +81,27 @@ class PolicyDestroy:
         self.policy = policy
         self.k = k
         self.temperature = temperature
-        self.device = next(policy.parameters()).device
-        self.autocast = self.device.type == "cuda" if autocast is None else bool(autocast)
+        self._autocast = autocast
         self.features = NDSFeatures.from_instances(instances, device=self.device,
                                                    symmetry=symmetry)
         self._matches = PerArraysCache(lambda arrays: _check_matching(self.features, arrays))
 
-    def observe(self, state: ToursState):
+    @property
+    def device(self) -> torch.device:
+        """The policy's device (where the observation is built)."""
+        return next(self.policy.parameters()).device
+
+    @property
+    def autocast(self) -> bool:
+        """Whether the policy runs under ``torch.autocast`` (default: on CUDA)."""
+        return self.device.type == "cuda" if self._autocast is None else bool(self._autocast)
+
+    def observe(self, state: ToursState) -> NDSObservation:
         """The policy's observation of ``state`` (no gradient bookkeeping needed)."""
-        enc = self.policy.encoder
+        if self.features.device != self.device:           # the policy was moved
+            self.features = self.features.to(self.device)
         dtype = next(self.policy.parameters()).dtype
-        return observe(state, self.features, enc.node_code, dtype)
+        return observe(state, self.features, self.policy.encoder.node_code, dtype)
 
     def propose(self, state: ToursState, arrays: ProblemArrays, num_sets: int,
                 rng: np.random.Generator) -> np.ndarray:
