@@ -7,6 +7,8 @@
 * :mod:`.ppo`: backbone-neutral n-step PPO (:class:`PPOLightning`);
 * :mod:`.dact`: DACT as one configuration of it (:class:`DACTLightning`);
 * :mod:`.n2s`: N2S as another (:class:`N2SLightning`);
+* :mod:`.nds`: NDS's removal policy trained by winner-takes-all policy gradient in the
+  destroy-and-repair search (:class:`NDSLightning`);
 * :mod:`.backbones`: the registry behind ``--backbone`` and :func:`load_policy`.
 """
 
@@ -17,9 +19,10 @@ from pyg_routing.training.config import TrainConfig
 from pyg_routing.training.dact import DACTConfig, DACTLightning
 from pyg_routing.training.datamodule import EpochBatchSampler, GeneratedBatches, RoutingDataModule
 from pyg_routing.training.n2s import N2SConfig, N2SLightning
+from pyg_routing.training.nds import NDSConfig, NDSLightning, winner_takes_all_loss
 from pyg_routing.training.ppo import PPOConfig, PPOLightning
 
 __all__ = ["DACTConfig", "DACTLightning", "EpochBatchSampler", "GeneratedBatches",
-           "ImprovementLightning", "N2SConfig", "N2SLightning", "PPOConfig", "PPOLightning",
-           "RoutingDataModule",
-           "TrainConfig", "ValidationCurve", "load_policy"]
+           "ImprovementLightning", "N2SConfig", "N2SLightning", "NDSConfig", "NDSLightning",
+           "PPOConfig", "PPOLightning", "RoutingDataModule", "TrainConfig",
+           "ValidationCurve", "load_policy", "winner_takes_all_loss"]

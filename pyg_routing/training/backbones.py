@@ -19,6 +19,7 @@ from pyg_routing.models import ImprovementPolicy
 from pyg_routing.training.base import ImprovementLightning
 from pyg_routing.training.dact import DACTLightning
 from pyg_routing.training.n2s import N2SLightning
+from pyg_routing.training.nds import NDSLightning
 
 _BACKBONES: dict[str, type[ImprovementLightning]] = {}
 
@@ -31,6 +32,7 @@ def register(lightning: type[ImprovementLightning]) -> type[ImprovementLightning
 
 register(DACTLightning)
 register(N2SLightning)
+register(NDSLightning)
 
 
 def available() -> dict[str, str]:

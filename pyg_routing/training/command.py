@@ -116,6 +116,19 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
     return fit(args, args.pe, out, max_minutes=args.max_minutes, resume=args.resume)
 
 
+def check_step_backbone(lightning: Any) -> Any:
+    """``lightning`` if its environment is step-by-step (``improve``); NDS is refused,
+    naming the command that tests it."""
+    from pyg_routing.envs import ImprovementEnv
+
+    if not isinstance(lightning.make_env(), ImprovementEnv):
+        name = lightning.config_class.backbone
+        raise ValueError(f"evaluate runs the step-by-step backbones; a {name} policy is "
+                         f"tested in its search: pyg-routing search --destroy policy "
+                         f"--checkpoint CKPT")
+    return lightning
+
+
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     from pyg_routing.data.generators import make_generator
     from pyg_routing.envs import improve
@@ -123,13 +136,14 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
 
     policy = None
     device = search_device(args.device)
-    lightning = backbones.get(args.backbone)
+    lightning = check_step_backbone(backbones.get(args.backbone))
     if args.policy == "checkpoint":
         if args.checkpoint is None:
             raise ValueError("evaluate needs --checkpoint (or --policy random)")
         ckpt = backbones.read_checkpoint(args.checkpoint)
         hp = ckpt["hyper_parameters"]
         lightning = backbones.get(hp["backbone"])
+        check_step_backbone(lightning)
         trained = hp.get("num_customers")
         if trained is not None and trained != args.num_customers and not args.any_size:
             raise ValueError(f"checkpoint {args.checkpoint} was trained on "

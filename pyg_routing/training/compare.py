@@ -44,6 +44,11 @@ from pyg_routing.training.fit import (
     positive,
     wants_gpu,
 )
+from pyg_routing.training.nds_compare import (
+    BASELINE_DESTROYS,
+    add_nds_compare_options,
+    deconstruction_search,
+)
 
 #: CSV columns, in order.
 COLUMNS = ("encoding", "method", "family", "objective", "objective_std", "gap_percent",
@@ -101,7 +106,9 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--select", choices=("last", "best"), default="last",
                    help="checkpoint each run is tested with: last (default; the end of the "
                         "budget) or best (lowest validation cost, checkpoints/best.ckpt)")
-    p.add_argument("--no-random", action="store_true", help="skip the random-move row")
+    p.add_argument("--no-random", action="store_true",
+                   help="skip the random-move row (nds: the random and SISR destroy rows)")
+    add_nds_compare_options(p)
     p.add_argument("--out", default="runs", help="folder for models, tables and the plot")
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
@@ -147,6 +154,13 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     # Every option is checked before the first reference solve or training run.
     config = backbones.get(args.backbone).config_class.from_options(args, pe=names[0])
     args.init = args.init or config.init
+    preset = config.data_options().get("preset", "paper")
+
+    def search(policy: Any, destroy: str = "random") -> dict[str, Any]:
+        if args.backbone == "nds":      # NDS's ASA (policy or a non-learned destroy)
+            return deconstruction_search(args, policy or destroy, preset, config.remove,
+                                         test_ref)
+        return _search(args, policy, test_ref)
     setting = paper_problem_key(args.problem, args.num_customers)
     paper = MAIN_COMPARISON.get(setting, {})
     out = Path(args.out) / f"compare_{args.backbone}_{args.problem}{args.num_customers}"
@@ -156,16 +170,18 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     val_ref: dict[int, float] = {}
     if args.reference != "none":
         test_ref = reference_costs(args.problem, args.num_customers, args.instances,
-                                   args.test_seed, args.time_limit, args.root, args.reference)
+                                   args.test_seed, args.time_limit, args.root, args.reference,
+                                   preset=preset)
         for seed in seeds:
             val_ref[seed] = float(reference_costs(
                 args.problem, args.num_customers, args.val_size, seed + VAL_SEED_OFFSET,
-                args.time_limit, args.root, args.reference).mean())
+                args.time_limit, args.root, args.reference, preset=preset).mean())
     result: dict[str, Any] = {
         "setting": setting, "backbone": args.backbone, "out": str(out),
         "budget_minutes": args.budget_minutes, "max_epochs": args.epochs, "seeds": seeds,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
+        "preset": preset, "search_seconds": getattr(args, "search_seconds", None),
         "pe_init": config.pe_init, "ipe_frequencies": config.ipe_frequencies,
         "ipe_amplitude": config.ipe_amplitude,
         "ipe_direction": config.ipe_direction,
@@ -180,9 +196,13 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         result["rows"].append({"encoding": "reference", "method": method,
                                "family": "Reference", "objective": float(test_ref.mean()),
                                "paper_objective": ref[0]})
-    if not args.no_random:
+    if not args.no_random and args.backbone == "nds":
+        for destroy, method in BASELINE_DESTROYS.items():
+            result["rows"].append({"encoding": destroy, "method": method,
+                                   "family": "Baseline", **search(None, destroy)})
+    elif not args.no_random:
         result["rows"].append({"encoding": "random", "method": "Random moves",
-                               "family": "Baseline", **_search(args, None, test_ref)})
+                               "family": "Baseline", **search(None)})
     for name in names:
         info = encodings.info(name)
         runs, points = [], []
@@ -197,7 +217,7 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
                 ckpt = run["best_checkpoint"]
             policy = backbones.load_policy(ckpt, expect_problem=args.problem, expect_pe=name,
                                            expect_backbone=args.backbone)
-            runs.append({**_search(args, policy, test_ref), "train_seconds": run["seconds"],
+            runs.append({**search(policy), "train_seconds": run["seconds"],
                          "epochs": run["epochs"], "optimizer_steps": run["global_step"],
                          "checkpoint": ckpt, "best_val_cost": run["best_val_cost"],
                          "seed": seed})
@@ -251,7 +271,7 @@ def _aggregate(runs: list[dict[str, Any]], reference: torch.Tensor | None) -> di
 
 
 def _row_order(row: dict[str, Any]) -> int:
-    order = ["reference", "random", *encodings.available()]
+    order = ["reference", "random", "sisr", *encodings.available()]
     return order.index(row["encoding"])
 
 
@@ -283,7 +303,9 @@ def render_markdown(result: dict[str, Any]) -> str:
         head += ["paper Obj.", "paper Gap"]
     lines = [f"**{result['setting']}**, {result.get('backbone', 'dact').upper()} backbone — "
              f"{result['instances']} test instances, "
-             f"T = {result['steps']}, {result['init']} initial solutions, "
+             f"T = {result['steps']}"
+             + (f" (≤ {result['search_seconds']:g} s)" if result.get("search_seconds") else "")
+             + f", {result['init']} initial solutions, "
              f"augment {result['augment']}, {len(result.get('seeds', [0]))} training seed(s), "
              f"budget "
              f"{result['budget_minutes'] or '-'} min / ≤ {result['max_epochs']} epochs"

@@ -137,6 +137,23 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def data_options(self) -> dict[str, Any]:
+        """Extra ``make_generator`` arguments of the training and validation data."""
+        return {}
+
+
+#: options of the GPS encoder (DACT) and their defaults: other encoders refuse them
+GPS_OPTIONS = {"local_mp": "directed", "pe_init": "zero", "compiled": False}
+
+
+def refuse_gps_options(config: TrainConfig, backbone: str) -> None:
+    """Raise ``ValueError`` naming the first GPS-encoder option set away from its default
+    for a ``backbone`` whose encoder has no such setting."""
+    for name, default in GPS_OPTIONS.items():
+        if getattr(config, name) != default:
+            raise ValueError(f"--{name.replace('_', '-')} is an option of the GPS encoder "
+                             f"(dact); the {backbone} encoder has no such setting")
+
 
 def add_config_options(p: argparse.ArgumentParser, configs: list[type[TrainConfig]],
                        defaults: dict[str, Any] | None = None) -> None:

@@ -144,7 +144,8 @@ def fit(args: argparse.Namespace, pe: str, out: Path, *, max_minutes: float | No
                              batch_size=model.config.batch_size,
                              batches_per_epoch=args.batches_per_epoch, val_size=args.val_size,
                              val_batch_size=args.val_size, seed=args.seed,
-                             val_seed=args.seed + VAL_SEED_OFFSET)
+                             val_seed=args.seed + VAL_SEED_OFFSET,
+                             **model.config.data_options())
     checkpoint = ModelCheckpoint(dirpath=out / "checkpoints", save_last=True)
     # A second, separate callback keeps the weights of the lowest validation cost as
     # checkpoints/best.ckpt (overwritten in place), leaving last.ckpt's schedule and

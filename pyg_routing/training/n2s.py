@@ -26,7 +26,7 @@ from typing import ClassVar
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs import PairReinsertionEnv
 from pyg_routing.models import N2SPolicy
-from pyg_routing.training.config import option
+from pyg_routing.training.config import option, refuse_gps_options
 from pyg_routing.training.ppo import PPOConfig, PPOLightning
 
 #: N2S's README settings per size: customers -> (warm_up, max_grad_norm)
@@ -82,12 +82,7 @@ class N2SConfig(PPOConfig):
             raise ValueError(f"--max-grad-norm must be > 0, got {self.max_grad_norm!r}")
         if not self.warm_up >= 0:
             raise ValueError(f"--warm-up must be >= 0, got {self.warm_up!r}")
-        # Options of the GPS encoder (DACT) that N2S's encoder does not have.
-        for name, default in (("local_mp", "directed"), ("pe_init", "zero"),
-                              ("compiled", False)):
-            if getattr(self, name) != default:
-                raise ValueError(f"--{name.replace('_', '-')} is an option of the GPS encoder "
-                                 f"(dact); the n2s encoder has no such setting")
+        refuse_gps_options(self, self.backbone)
 
 
 class N2SLightning(PPOLightning):

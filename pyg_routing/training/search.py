@@ -1,12 +1,14 @@
 """``pyg-routing search``: NDS's augmented simulated annealing
 (:func:`~pyg_routing.envs.deconstruction.augmented_simulated_annealing`) on generated
-instances or on CVRPLib X, with a non-learned destroy (``random``, ``sisr``).
+instances or on CVRPLib X, with a non-learned destroy (``random``, ``sisr``) or a
+trained NDS removal policy (``policy``, from a ``train --backbone nds`` checkpoint).
 
 Every instance is one prediction of a Lightning :class:`SearchPredictor`, so
 ``--devices`` and ``--num-nodes`` spread the instances over worker processes (each
 running its repairs on ``--threads`` CPU cores) and Lightning's progress bar counts
 instances. Every instance gets the whole ``--time-limit``, its start solutions
-included (as in NDS).
+included (as in NDS). With a policy, each worker runs it on its accelerator
+(``--accelerator auto``: a GPU when there is one) and the repairs on its CPU cores.
 
 CVRPLib X protocol: the search reads the coordinates divided by 1000 (NDS's scale, for
 which its absolute temperatures are set) with float distances; the reported cost is
@@ -33,8 +35,8 @@ from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError
 from pyg_routing.training.fit import count, positive
 
-#: the ``--destroy`` providers (``policy`` comes with the learned NDS policy)
-DESTROYS = ("random", "sisr")
+#: the ``--destroy`` providers (``policy``: a trained NDS removal policy, ``--checkpoint``)
+DESTROYS = ("random", "sisr", "policy")
 #: the problems of the search (NDS's)
 SEARCH_PROBLEMS = ("cvrp", "vrptw", "pcvrp")
 #: CVRPLib X lies on a 0..1000 grid; NDS's temperatures assume the unit square
@@ -69,6 +71,9 @@ def make_destroy(name: str, size: int) -> Any:
         return RandomDestroy(k=size)
     if name == "sisr":
         return SISRDestroy(c_bar=size)
+    if name == "policy":
+        raise ValueError("the policy destroy is built per instance from --checkpoint "
+                         "(load_destroy_policy)")
     raise ValueError(f"unknown destroy {name!r}; choose from {', '.join(DESTROYS)}")
 
 
@@ -96,7 +101,12 @@ def add_search_parser(sub: Any) -> None:
                    help="comma-separated benchmark instances (default: all)")
     p.add_argument("--max-customers", type=count(1), default=None,
                    help="benchmark instances with at most this many customers")
-    p.add_argument("--destroy", choices=DESTROYS, default="sisr")
+    p.add_argument("--destroy", choices=DESTROYS, default="sisr",
+                   help="removal sets: random, sisr or policy (a trained NDS policy)")
+    p.add_argument("--checkpoint", default=None,
+                   help="--destroy policy: a `pyg-routing train --backbone nds` checkpoint")
+    p.add_argument("--accelerator", choices=("auto", "cpu", "gpu"), default="auto",
+                   help="--destroy policy: where the policy runs (auto: a GPU if available)")
     p.add_argument("--remove", type=count(1), default=15,
                    help="customers per removal set (SISR: its average c̄)")
     p.add_argument("--time-limit", type=positive, default=60.0, help="seconds per instance")
@@ -183,6 +193,30 @@ def x_jobs(args: argparse.Namespace) -> list[SearchJob]:
     return jobs
 
 
+def load_destroy_policy(args: argparse.Namespace) -> Any:
+    """The NDS policy of ``--checkpoint`` for ``--destroy policy`` (``None`` for the other
+    destroys).
+
+    Raises:
+        ValueError: ``--destroy policy`` without ``--checkpoint`` (or a checkpoint with
+            another destroy), a checkpoint of another backbone, or one trained on
+            another problem than the instances'.
+    """
+    from pyg_routing.training import backbones
+
+    if args.destroy != "policy":
+        if args.checkpoint is not None:
+            raise ValueError(f"--checkpoint is the policy of --destroy policy; --destroy "
+                             f"{args.destroy} takes none")
+        return None
+    if args.checkpoint is None:
+        raise ValueError("--destroy policy needs --checkpoint (a `pyg-routing train "
+                         "--backbone nds` checkpoint)")
+    problem = "cvrp" if args.benchmark else args.problem
+    return backbones.load_policy(args.checkpoint, expect_backbone="nds",
+                                 expect_problem=problem)
+
+
 def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     """Search every job (Lightning ``predict``, strategy DDP over ``--devices`` x
     ``--num-nodes`` workers); returns the table as a dict on rank 0 (``None`` on the
@@ -197,7 +231,8 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     config = ASAConfig(time_limit=args.time_limit, max_iterations=args.iterations,
                        augment=args.augment, rollouts=args.rollouts,
                        recreate_n=args.recreate)
-    destroy = make_destroy(args.destroy, args.remove)
+    policy = load_destroy_policy(args)
+    destroy = None if policy is not None else make_destroy(args.destroy, args.remove)
     jobs = x_jobs(args) if args.benchmark else generated_jobs(args)
     setting = "X" if args.benchmark else f"{args.problem}{args.num_customers}"
     out = Path(args.out or f"runs/search_{setting.lower()}_{args.destroy}")
@@ -205,13 +240,15 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     for old in out.glob("rows_rank*.json"):
         old.unlink()
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.devices)
-    trainer = L.Trainer(accelerator="cpu", devices=args.devices, num_nodes=args.num_nodes,
+    accelerator = "cpu" if policy is None else args.accelerator
+    trainer = L.Trainer(accelerator=accelerator, devices=args.devices, num_nodes=args.num_nodes,
                         logger=False, enable_checkpointing=False, enable_model_summary=False,
                         enable_progress_bar=not args.no_progress,
                         callbacks=[RowWriter(out)])
     loader = DataLoader(jobs, batch_size=1, shuffle=False, collate_fn=first_item)
-    trainer.predict(SearchPredictor(destroy, config, seed=args.seed, threads=threads),
-                    dataloaders=loader, return_predictions=False)
+    predictor = SearchPredictor(destroy, config, seed=args.seed, threads=threads,
+                                policy=policy, remove=args.remove)
+    trainer.predict(predictor, dataloaders=loader, return_predictions=False)
     if trainer.world_size > 1:
         trainer.strategy.barrier()        # every worker has written its rows
     if trainer.global_rank != 0:
@@ -219,7 +256,8 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     rows = read_rows(out, len(jobs))
     if not args.benchmark and args.reference != "none":
         add_reference(args, rows)
-    result = {"setting": setting, "destroy": repr(destroy), "time_limit": args.time_limit,
+    result = {"setting": setting, "destroy": predictor.destroy_name,
+              "checkpoint": args.checkpoint, "time_limit": args.time_limit,
               "iterations_cap": args.iterations, "augment": args.augment,
               "rollouts": args.rollouts, "recreate": args.recreate, "seed": args.seed,
               "preset": None if args.benchmark else args.preset,

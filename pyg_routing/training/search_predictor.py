@@ -5,6 +5,7 @@ across processes)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,26 @@ class SearchPredictor(L.LightningModule):
         seed: the search of job ``i`` is seeded with ``seed + i`` (independent of the
             worker that runs it).
         threads: numba threads of this worker's repairs (``None``: numba's default).
+        policy: a trained NDS policy instead of ``destroy``: a submodule (Lightning moves
+            it to the worker's device), wrapped per instance in a
+            :class:`~pyg_routing.envs.deconstruction.PolicyDestroy` removing ``remove``
+            customers per set.
     """
 
     def __init__(self, destroy: Any, config: Any, seed: int = 0,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, policy: Any = None, remove: int = 15) -> None:
         super().__init__()
+        if (destroy is None) == (policy is None):
+            raise ValueError("give a destroy provider or a policy (exactly one)")
         self.destroy, self.config, self.seed, self.threads = destroy, config, seed, threads
+        self.policy, self.remove = policy, remove
+        self._warm = False
+
+    @property
+    def destroy_name(self) -> str:
+        if self.policy is None:
+            return repr(self.destroy)
+        return f"PolicyDestroy(k={self.remove}, {self.policy!r})"
 
     def on_predict_start(self) -> None:
         if self.threads is not None:
@@ -40,9 +55,18 @@ class SearchPredictor(L.LightningModule):
             numba.set_num_threads(max(1, min(self.threads, numba.config.NUMBA_NUM_THREADS)))
 
     def predict_step(self, job: Any, batch_idx: int = 0) -> dict[str, Any]:
-        from pyg_routing.envs.deconstruction import augmented_simulated_annealing
+        from pyg_routing.envs.deconstruction import PolicyDestroy, augmented_simulated_annealing
 
-        res = augmented_simulated_annealing(job.instances, self.destroy, self.config,
+        destroy = self.destroy
+        if self.policy is not None:
+            destroy = PolicyDestroy(self.policy, job.instances, k=self.remove)
+        if not self._warm:
+            # One untimed iteration first: loading the compiled kernels and the first
+            # network call would otherwise come out of the first instance's time limit.
+            warm = replace(self.config, time_limit=None, max_iterations=1, rollouts=2)
+            augmented_simulated_annealing(job.instances, destroy, warm, seed=0)
+            self._warm = True
+        res = augmented_simulated_annealing(job.instances, destroy, self.config,
                                             seed=self.seed + job.index)
         solution = RoutingData.from_routes(job.data, res.routes[0])
         solution.check()

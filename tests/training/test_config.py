@@ -54,9 +54,10 @@ def test_bad_hyper_parameters_are_refused_by_option_name(options, message):
 
 
 def test_the_registry_feeds_the_backbone_option():
-    assert backbones.available() == {"dact": "tsp, cvrp, vrptw, pdtsp", "n2s": "pdtsp"}
+    assert backbones.available() == {"dact": "tsp, cvrp, vrptw, pdtsp", "n2s": "pdtsp",
+                                     "nds": "cvrp, vrptw, pcvrp"}
     assert backbones.get("dact") is DACTLightning
-    with pytest.raises(ValueError, match="unknown backbone 'n3s'; choose from dact, n2s"):
+    with pytest.raises(ValueError, match="unknown backbone 'n3s'; choose from dact, n2s, nds"):
         backbones.get("n3s")
     for command in ("train", "evaluate", "compare"):
         parser = build_parser()._subparsers._group_actions[0].choices[command]

@@ -10,6 +10,8 @@
 * :mod:`.destroy`: removal-set providers behind one protocol,
   :class:`DestroyProvider`: :class:`RandomDestroy` and :class:`SISRDestroy` (NDS's
   non-learned baseline).
+* :mod:`.env`: :class:`DeconstructionEnv`, NDS's training environment (start
+  solutions, warm-up, ``singleImp`` rounds).
 * :mod:`.asa`: the augmented simulated annealing search,
   :func:`augmented_simulated_annealing`.
 * :mod:`.repair_reference`, :mod:`.destroy_reference`: slow pure-Python references of
@@ -29,6 +31,11 @@ from pyg_routing.envs.deconstruction.destroy import (
     RandomDestroy,
     SISRDestroy,
     neighbour_table,
+)
+from pyg_routing.envs.deconstruction.env import (
+    DeconstructionBatch,
+    DeconstructionEnv,
+    ImproveResult,
 )
 from pyg_routing.envs.deconstruction.problem import (
     CVRP,
@@ -51,7 +58,8 @@ from pyg_routing.envs.deconstruction.start import (
 )
 from pyg_routing.envs.deconstruction.state import ToursState
 
-__all__ = ["CVRP", "PCVRP", "VRPTW", "ASAConfig", "ASAResult", "DestroyProvider",
+__all__ = ["CVRP", "PCVRP", "VRPTW", "ASAConfig", "ASAResult", "DeconstructionBatch",
+           "DeconstructionEnv", "DestroyProvider", "ImproveResult",
            "InvalidRemovalSetError", "PerArraysCache", "ProblemArrays", "RandomDestroy",
            "SISRDestroy", "ToursState", "apply_sets_sa", "augmented_simulated_annealing",
            "commit_sets", "draw_start_randomness", "draw_uniforms", "euclidean_distances",

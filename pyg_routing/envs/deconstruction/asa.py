@@ -63,7 +63,8 @@ class ASAConfig:
         augment: solution slots per instance (NDS: 8; 128 for PCVRP).
         rollouts: removal sets per slot and iteration (NDS: 200).
         recreate_n: greedy repairs per set, the best kept (NDS: 5).
-        t_start, t_final: the temperature schedule's ends (NDS: 0.1, 0.001).
+        t_start, t_final: the temperature schedule's ends (NDS: 0.1, 0.001); both 0:
+            improvements only (NDS's validation and training warm-up).
         sync_delta: slots above ``min + sync_delta * T`` are replaced (NDS: 15).
     """
 
@@ -86,14 +87,19 @@ class ASAConfig:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 1):
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        _positive("t_start", self.t_start)
-        _positive("t_final", self.t_final)
+        _positive("t_start", self.t_start, allow_zero=True)
+        _positive("t_final", self.t_final, allow_zero=True)
+        if (self.t_start == 0) != (self.t_final == 0):
+            raise ValueError(f"t_start and t_final must both be > 0 (annealing) or both 0 "
+                             f"(improvements only), got {self.t_start} and {self.t_final}")
         _positive("sync_delta", self.sync_delta, allow_zero=True)
         if self.t_final > self.t_start:
             raise ValueError(f"t_final {self.t_final} must not exceed t_start {self.t_start}")
 
     def temperature(self, progress: float) -> float:
         """``T`` at ``progress`` in [0, 1] of the budget (exponential decay)."""
+        if self.t_start == 0:
+            return 0.0
         p = min(max(progress, 0.0), 1.0)
         return self.t_final * (self.t_start / self.t_final) ** (1.0 - p)
 

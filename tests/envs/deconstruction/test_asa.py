@@ -112,6 +112,19 @@ def test_temperature_schedule_is_exponential_in_progress():
     assert c.temperature(2.0) == pytest.approx(0.001)
 
 
+def test_zero_temperature_search_only_improves():
+    """t_start = t_final = 0: NDS's validation search, improvements only."""
+    c = ASAConfig(time_limit=None, max_iterations=4, augment=2, rollouts=10, t_start=0.0,
+                  t_final=0.0)
+    assert c.temperature(0.0) == c.temperature(1.0) == 0.0
+    inst, _ = make_instances("cvrp", 30, seed=1, b=2)
+    traces = []
+    res = augmented_simulated_annealing(inst, RandomDestroy(5), c, seed=0,
+                                        callback=lambda i, s, best: traces.append(best.copy()))
+    assert res.iterations == 4 and (res.cost <= res.start_cost + 1e-12).all()
+    assert all((b <= a + 1e-12).all() for a, b in zip(traces, traces[1:]))
+
+
 def test_time_limit_stops_the_search_and_counts_the_start():
     inst, _ = make_instances("cvrp", 60, seed=0, b=1)
     res = augmented_simulated_annealing(inst, RandomDestroy(10),
@@ -129,6 +142,8 @@ def test_time_limit_stops_the_search_and_counts_the_start():
     (dict(rollouts=2.5), "rollouts must be an integer >= 1"),
     (dict(t_start=0.001, t_final=0.1), "t_final 0.1 must not exceed t_start 0.001"),
     (dict(sync_delta=-1), "sync_delta must be a finite number >= 0"),
+    (dict(t_start=0.1, t_final=0.0), "must both be > 0 \\(annealing\\) or both 0"),
+    (dict(t_start=-0.1), "t_start must be a finite number >= 0"),
 ])
 def test_bad_settings_are_refused_by_name(options, message):
     with pytest.raises(ValueError, match=message):

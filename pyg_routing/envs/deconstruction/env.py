@@ -1,0 +1,136 @@
+"""``DeconstructionEnv``: NDS's training environment on the numba core.
+
+One training batch of NDS (Hottung et al. 2025, ``trainer.py``) is a few operations
+on ``S`` solution slots, each a fixed number of compiled kernel calls (no Python
+loop over slots, sets or customers):
+
+* :meth:`DeconstructionEnv.reset`: the instances' arrays and NDS's start solutions
+  (:func:`.start.start_solutions`) for ``augment`` slots per instance;
+* :meth:`DeconstructionEnv.warm_up`: NDS's ``_search_one_batch``: removal sets from a
+  provider applied in sequence, improvements only (``T = 0``);
+* :meth:`DeconstructionEnv.improve`: NDS's ``singleImp``: every one of ``K`` sets
+  per slot is repaired (best of ``recreate_n``) against the SAME current solution,
+  the rewards are ``max(cost - cost_k, 0)`` and the slot then takes the best
+  candidate UNCONDITIONALLY (even a worse one), as NDS does in training.
+
+It shares the registry attributes of the step environments (``name``, ``problems``,
+``inits``, :meth:`check_problem`) so a backbone lists and refuses problems the same
+way, but it is not an :class:`~pyg_routing.envs.base.ImprovementEnv`: an NDS step
+is a whole destroy-and-repair round, not one move chosen by a policy head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.problems import Problem
+from pyg_routing.envs.base import UnsupportedProblemError
+from pyg_routing.envs.deconstruction.destroy import DestroyProvider
+from pyg_routing.envs.deconstruction.problem import ProblemArrays
+from pyg_routing.envs.deconstruction.repair import (
+    apply_sets_sa,
+    commit_sets,
+    draw_uniforms,
+    evaluate_sets,
+)
+from pyg_routing.envs.deconstruction.start import start_solutions
+from pyg_routing.envs.deconstruction.state import ToursState
+
+
+@dataclass
+class DeconstructionBatch:
+    """The instances of a batch and their current solutions.
+
+    Attributes:
+        instances: the ``B`` instances (as given; not modified).
+        arrays: their :class:`ProblemArrays`.
+        state: ``S = B * augment`` solution slots, instance-major.
+        start_cost: ``float64 [S]`` the start solutions' costs.
+    """
+
+    instances: RoutingInstances
+    arrays: ProblemArrays
+    state: ToursState
+    start_cost: np.ndarray
+
+
+@dataclass
+class ImproveResult:
+    """What :meth:`DeconstructionEnv.improve` measured.
+
+    Attributes:
+        cost: ``float64 [S, K]`` each set's best-of-``recreate_n`` repair cost.
+        reward: ``float64 [S, K]`` ``max(current cost - cost, 0)`` (NDS's reward "i").
+        chosen: ``int64 [S]`` the set committed per slot (lowest cost, first on ties).
+    """
+
+    cost: np.ndarray
+    reward: np.ndarray
+    chosen: np.ndarray
+
+
+class DeconstructionEnv:
+    """NDS's destroy-and-repair environment (see the module docstring).
+
+    Args:
+        recreate_n: greedy repairs per removal set, the best kept (NDS: 5).
+    """
+
+    name: ClassVar[str] = "deconstruction"
+    problems: ClassVar[tuple[Problem, ...]] = (Problem.CVRP, Problem.VRPTW, Problem.PCVRP)
+    #: NDS's start solution is the only initial-solution rule
+    inits: ClassVar[tuple[str, ...]] = ("nds",)
+
+    def __init__(self, recreate_n: int = 5) -> None:
+        self.recreate_n = int(recreate_n)
+
+    def check_problem(self, problem: Problem | str) -> None:
+        """Raise :class:`UnsupportedProblemError` naming the supported problems."""
+        prob = Problem.parse(problem)
+        if prob not in self.problems:
+            raise UnsupportedProblemError(
+                f"the {self.name} environment supports "
+                f"{', '.join(p.value for p in self.problems)}, not {prob.value!r}")
+
+    def reset(self, instances: RoutingInstances, augment: int = 1,
+              rng: np.random.Generator | int | None = None) -> DeconstructionBatch:
+        """NDS start solutions for ``augment`` slots per instance.
+
+        Raises:
+            UnsupportedProblemError: a problem other than cvrp, vrptw, pcvrp.
+            InvalidInstanceError: malformed instances (naming the instance).
+        """
+        self.check_problem(instances.problem)
+        arrays = ProblemArrays.from_instances(instances)
+        inst = np.repeat(np.arange(arrays.num_instances, dtype=np.int32), int(augment))
+        state = start_solutions(arrays, inst, rng=np.random.default_rng(rng))
+        return DeconstructionBatch(instances, arrays, state, state.cost.copy())
+
+    def warm_up(self, batch: DeconstructionBatch, destroy: DestroyProvider, steps: int,
+                num_sets: int, rng: np.random.Generator) -> None:
+        """``steps`` rounds of ``num_sets`` sets per slot from ``destroy``, applied in
+        sequence with improvements only (NDS's training warm-up, ``T = 0``)."""
+        best = batch.state.clone()
+        for _ in range(int(steps)):           # rounds depend on each other: sequential
+            sets = destroy.propose(batch.state, batch.arrays, num_sets, rng)
+            apply_sets_sa(batch.state, best, batch.arrays, sets, None, 0.0, self.recreate_n,
+                          rng)
+
+    def improve(self, batch: DeconstructionBatch, sets: np.ndarray,
+                rng: np.random.Generator) -> ImproveResult:
+        """Repair every set of ``sets [S, K, k]`` against the current solutions and move
+        every slot to its best candidate (unconditionally)."""
+        sets = np.ascontiguousarray(sets, dtype=np.int32)
+        u = draw_uniforms(rng, sets.shape[:2], sets.shape[2], self.recreate_n)
+        current = batch.state.cost.copy()
+        cost = evaluate_sets(batch.state, batch.arrays, sets, u, self.recreate_n)
+        chosen = cost.argmin(axis=1)
+        commit_sets(batch.state, batch.arrays, sets, u, chosen, self.recreate_n)
+        return ImproveResult(cost, np.maximum(current[:, None] - cost, 0.0), chosen)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(recreate_n={self.recreate_n})"
