@@ -33,6 +33,7 @@ from pyg_routing.data.presets import PRESETS
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError
+from pyg_routing.probes.paper_nds_values import X_AVERAGE_GAP, caption, setting_values, x_table
 from pyg_routing.training.fit import count, positive
 
 #: the ``--destroy`` providers (``policy``: a trained NDS removal policy, ``--checkpoint``)
@@ -256,6 +257,7 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     rows = read_rows(out, len(jobs))
     if not args.benchmark and args.reference != "none":
         add_reference(args, rows)
+    add_paper_values(args, rows)
     result = {"setting": setting, "destroy": predictor.destroy_name,
               "checkpoint": args.checkpoint, "time_limit": args.time_limit,
               "iterations_cap": args.iterations, "augment": args.augment,
@@ -263,7 +265,9 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
               "preset": None if args.benchmark else args.preset,
               "reference": "BKS" if args.benchmark else args.reference,
               "devices": args.devices * args.num_nodes, "threads": threads, "rows": rows,
-              "mean": summarize(rows), "out": str(out)}
+              "mean": summarize(rows), "out": str(out),
+              "paper": None if args.benchmark else setting_values(
+                  args.problem, args.num_customers, args.preset)}
     write_tables(result, out)
     return result
 
@@ -275,22 +279,47 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return sum(vals) / len(vals) if vals else None
 
     return {key: mean(key) for key in ("objective", "target", "gap_percent", "iterations",
-                                       "seconds", "start_seconds", "accepted")}
+                                       "seconds", "start_seconds", "accepted",
+                                       "paper_nds_gap", "paper_ipexpe_gap")}
+
+
+def add_paper_values(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    """X: the paper's per-instance NDS and IPE+XPE gaps (Tab. 7) into ``rows``."""
+    if not args.benchmark:
+        return
+    table = x_table()
+    for row in rows:
+        paper = table.get(row["instance"])
+        row["paper_nds_gap"] = None if paper is None else paper["nds_gap_percent"]
+        row["paper_ipexpe_gap"] = None if paper is None else paper["ipexpe_gap_percent"]
 
 
 COLUMNS = ("instance", "customers", "target", "objective", "gap_percent", "start_objective",
-           "iterations", "seconds", "start_seconds", "accepted", "routes")
+           "iterations", "seconds", "start_seconds", "accepted", "routes", "paper_nds_gap",
+           "paper_ipexpe_gap")
 
 
 def render_markdown(result: dict[str, Any]) -> str:
     ref = result["reference"]
     head = ["instance", "n", ref if ref != "none" else "reference", "objective", "gap",
             "iterations", "seconds"]
+    x = ref == "BKS"
+    if x:
+        head += ["paper NDS gap", "paper IPE+XPE gap"]
     lines = [f"**{result['setting']}**, ASA with {result['destroy']}: {result['time_limit']:g} s "
              f"per instance, augment {result['augment']}, {result['rollouts']} sets x "
              f"{result['recreate']} repairs per slot and iteration, seed {result['seed']}, "
              f"{result['threads']} thread(s) x {result['devices']} worker(s)", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    if result.get("paper"):
+        table = "Tab. 6" if result.get("preset", "nds") != "nds" else "Tab. 5"
+        lines.insert(1, caption(result["paper"], table) + (
+            "; the paper's PCVRP objective adds the prizes of all customers"
+            if result["setting"].startswith("pcvrp") else ""))
+    if x:
+        lines.insert(1, "Paper (Tab. 7, 84 X instances, 60 s, CVRP-500 models): average gap "
+                     + ", ".join(f"{k} {v:.3f} %" for k, v in X_AVERAGE_GAP.items())
+                     + "; per instance in the last columns (mean over the instances listed)")
 
     def fmt(v: Any, spec: str) -> str:
         return "-" if v is None else format(v, spec)
@@ -300,7 +329,9 @@ def render_markdown(result: dict[str, Any]) -> str:
             str(r["instance"]), fmt(r.get("customers"), "d"), fmt(r.get("target"), ".3f"),
             fmt(r.get("objective"), ".3f"), fmt(r.get("gap_percent"), ".2f") + (
                 "%" if r.get("gap_percent") is not None else ""),
-            fmt(r.get("iterations"), ".0f"), fmt(r.get("seconds"), ".1f")]) + " |")
+            fmt(r.get("iterations"), ".0f"), fmt(r.get("seconds"), ".1f")]
+            + ([fmt(r.get("paper_nds_gap"), ".2f"), fmt(r.get("paper_ipexpe_gap"), ".2f")]
+               if x else [])) + " |")
     return "\n".join(lines)
 
 

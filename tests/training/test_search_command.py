@@ -13,6 +13,7 @@ import pytest
 from pyg_routing.cli import main
 from pyg_routing.data.benchmarks import load_instance
 from pyg_routing.data.routing_data import RoutingData
+from pyg_routing.probes.paper_nds_values import caption, setting_values, x_table
 
 BUNDLED = Path(__file__).resolve().parents[2] / "pyg_routing" / "data" / "bundled"
 FAST = ["--iterations", "2", "--augment", "2", "--rollouts", "8", "--no-progress", "--json"]
@@ -70,6 +71,27 @@ def test_x_benchmark_rounds_costs_like_cvrplib_and_reports_the_bks_gap(tmp_path,
     assert row["objective"] >= 27591
     # the search ran on coordinates / 1000: its own cost is the unrounded one / 1000
     assert row["search_objective"] == pytest.approx(row["objective"] / 1000, rel=2e-3)
+    # the paper's Tab. 7 row of the instance, in the JSON and the Markdown table
+    assert (row["paper_nds_gap"], row["paper_ipexpe_gap"]) == (0.381, 0.381)
+    table = (tmp_path / "t" / "table.md").read_text()
+    assert "average gap NDS 4.110 %, IPE+XPE 2.828 %" in table and "| 0.38 | 0.38 |" in table
+
+
+def test_paper_values_of_the_nds_tables():
+    table = x_table()
+    assert len(table) == 84 and table["X-n1001-k43"]["ipexpe_objective"] == 76758
+    for name, row in table.items():         # every parsed row is self-consistent
+        for method in ("nds", "ipexpe"):
+            gap = 100 * (row[f"{method}_objective"] / row["bks"] - 1)
+            assert gap == pytest.approx(row[f"{method}_gap_percent"], abs=6e-3), name
+    assert setting_values("cvrp", 500, "nds")["NDS"] == (36.57, -0.20)
+    assert setting_values("vrptw", 2000, "nds")["IPE+XPE"] == (166.80, -3.84)
+    assert setting_values("cvrp", 500, "nds_clustered")["SISRs"] == (44.31, -0.49)
+    assert setting_values("cvrp", 100, "nds") is None
+    assert setting_values("cvrp", 500, "paper") is None
+    line = caption(setting_values("pcvrp", 500, "nds"), "Tab. 5")
+    assert line == ("Paper (Tab. 5, 60 s per instance): PyVRP-HGS 44.97, NDS 43.12 (-4.12 %), "
+                    "IPE+XPE 43.13 (-4.09 %)")
 
 
 def test_x_best_known_routes_cost_the_bks():
