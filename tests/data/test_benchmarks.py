@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from pyg_routing.data.benchmarks import (
 from pyg_routing.errors import InstanceFormatError, InvalidSolutionError, UnknownInstanceError
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+PAPER_TEX = SHARED.parent / "paper" / "routing-pe-paper.tex"
 X_DIR, SOLOMON_DIR, LILIM_DIR = SHARED / "cvrplib" / "X", SHARED / "solomon", SHARED / "lilim"
 needs_x = pytest.mark.skipif(not (X_DIR / "bks.csv").is_file(), reason=f"{X_DIR} missing")
 needs_solomon = pytest.mark.skipif(not (SOLOMON_DIR / "bks.csv").is_file(),
@@ -92,9 +94,22 @@ def test_bundled_costs_and_files(isolated):
 @pytest.mark.skipif(not SHARED.is_dir(), reason="shared data missing")
 def test_bundled_files_are_byte_copies():
     for path in BUNDLED_DIR.rglob("*"):
-        if path.is_file() and path.name != "SOURCES.md":
-            upstream = next(SHARED.rglob(path.name))
+        # paper/ holds tables read from the paper's LaTeX source: checked row by row below
+        if path.is_file() and path.name != "SOURCES.md" and path.parent.name != "paper":
+            upstream = next(SHARED.rglob(path.name), None)
+            assert upstream is not None, f"{path.name}: no file of that name under {SHARED}"
             assert path.read_bytes() == upstream.read_bytes(), path.name
+
+
+@pytest.mark.skipif(not PAPER_TEX.is_file(), reason="paper source missing")
+def test_bundled_paper_table_rows_are_the_papers():
+    # the table is set in two columns: a row may start a source line or follow "&"
+    tex = {",".join(re.split(r"\s*&\s*", match))
+           for match in re.findall(r"X-n\d+-k\d+(?:\s*&\s*[\d.]+){5}", PAPER_TEX.read_text())}
+    rows = (BUNDLED_DIR / "paper" / "tab_cvrplib_x.csv").read_text().splitlines()[1:]
+    assert len(rows) == 84
+    for row in rows:
+        assert row in tex, row
 
 
 # --------------------------------------------------------------------------- full sets
