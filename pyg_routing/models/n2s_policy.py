@@ -21,8 +21,8 @@ from pyg_routing.functional.pickup_delivery import candidate_index, reinsertion_
 from pyg_routing.models.n2s_critic import N2SCritic
 from pyg_routing.models.n2s_decoders import ReinsertionDecoder, RemovalDecoder
 from pyg_routing.models.n2s_encoder import N2SEncoder
-from pyg_routing.models.pair_decoder import sample_categorical
 from pyg_routing.models.policy import ImprovementPolicy
+from pyg_routing.models.sampling import sample_categorical
 
 #: problems N2S's moves are defined for
 N2S_PROBLEMS = ("pdtsp",)

@@ -10,17 +10,7 @@ from torch import Tensor, nn
 from torch.distributions import Categorical
 
 from pyg_routing.models.pair_scores import score_pairs
-
-
-def sample_categorical(probs: Tensor, generator: torch.Generator | None = None) -> Tensor:
-    """One index per row of ``probs [B, K]`` (rows need not be normalized), by
-    inverse-CDF sampling: one uniform number per row, where ``torch.multinomial``
-    draws ``K`` exponentials per row (the sampling dominated small search steps).
-    Zero-probability entries are never drawn. Returns ``[B]`` long."""
-    cdf = probs.double().cumsum(-1)
-    u = torch.rand(probs.size(0), 1, generator=generator, device=probs.device,
-                   dtype=torch.float64) * cdf[:, -1:]
-    return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp_(max=probs.size(1) - 1)
+from pyg_routing.models.sampling import sample_categorical
 
 
 class PairDecoder(nn.Module):

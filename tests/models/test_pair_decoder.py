@@ -49,7 +49,7 @@ def test_value_head_ignores_padding_and_has_gradients():
 
 
 def test_sample_categorical_follows_the_distribution_and_skips_zeros():
-    from pyg_routing.models.pair_decoder import sample_categorical
+    from pyg_routing.models.sampling import sample_categorical
 
     probs = torch.tensor([[0.0, 0.2, 0.0, 0.5, 0.3, 0.0]]).repeat(40_000, 1)
     idx = sample_categorical(probs, torch.Generator().manual_seed(0))
@@ -193,3 +193,13 @@ def test_hand_written_backward_under_cpu_autocast():
         # bf16 keeps ~3 digits: as close to the float32 gradient as autograd gets
         err, err_ref = float((a - e).norm() / e.norm()), float((r - e).norm() / e.norm())
         assert err < 1.5 * err_ref + 1e-3, (err, err_ref)
+
+
+def test_sample_categorical_never_draws_a_trailing_zero_when_u_rounds_to_the_total(monkeypatch):
+    from pyg_routing.models import sampling
+
+    # u * total == total (the rounding edge) must still land on a positive entry
+    monkeypatch.setattr(sampling.torch, "rand",
+                        lambda *a, **k: torch.ones(a[0], a[1], dtype=k["dtype"]))
+    probs = torch.tensor([[0.2, 0.8, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    assert sampling.sample_categorical(probs).tolist() == [1, 3]
