@@ -10,7 +10,7 @@ changing the function:
 * reinsertion: the query of a compatibility is folded into its key weights
   (``u = W_K W_Q^T q``, scores ``h @ u``: no projection of all nodes per query); the
   first layer of the pair MLP is separable (its inputs for ``(i, j)`` are 8 channels
-  of ``i`` and 8 of ``j``), so it is two ``[B, M, 32]`` products and a broadcast; and
+  of ``i`` and 8 of ``j``), so it is two ``[B, M, 32]`` products and a gather-and-sum; and
   only the ``P (2P - 1)`` allowed entries are scored
   (:func:`~pyg_routing.functional.pickup_delivery.reinsertion_candidates`), not
   all ``M^2``.
@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 
@@ -78,14 +79,18 @@ class RemovalDecoder(nn.Module):
         p = (m - 1) // 2
         pred = torch.empty_like(succ).scatter_(
             1, succ, torch.arange(m, device=succ.device).expand_as(succ))
-        post = succ.gather(1, succ)
+        succ2 = succ.gather(1, succ)
+        succ3 = succ.gather(1, succ2)
         bilinear = self.query @ self.key.transpose(1, 2)                   # [H, D, D]
         # q_x · k_y = g_x · h_y with g = h W_Q (W_K)^T, per head: [B, M, H, D]
-        g = (h.reshape(b * m, d) @ bilinear.transpose(0, 1).reshape(d, -1)).view(b, m, -1, d)
-        g_pre = take_rows(g, pred)
-        h_post = take_rows(h, post).unsqueeze(2)
-        # q_pre·k_i + q_i·k_post - q_pre·k_post, the first and last terms merged
-        s = (g_pre * (h.unsqueeze(2) - h_post)).sum(-1) + (g * h_post).sum(-1)   # [B, M, H]
+        g = (h.reshape(b * m, d) @ bilinear.transpose(0, 1).reshape(d, -1)).view(b * m, -1, d)
+        # With pre = pred(i), post = succ²(i): q_pre·k_i - q_pre·k_post is, at j = pre,
+        # g_j · (h_succ(j) - h_succ³(j)); q_i·k_post is g_i · h_succ²(i). Both are
+        # contractions of g with gathered rows of h (128 wide), and only the [B, M, H]
+        # result of the first is gathered by pred: no [B, M, H, D] gather or product.
+        rows = torch.stack([take_rows(h, succ) - take_rows(h, succ3), take_rows(h, succ2)], -1)
+        t = torch.bmm(g, rows.view(b * m, d, 2)).view(b, m, -1, 2)          # [B, M, H, 2]
+        s = take_rows(t[..., 0], pred) + t[..., 1]                         # [B, M, H]
         per_pair = torch.cat([s[:, 1:p + 1], s[:, p + 1:]], 2)
         feats = torch.cat([per_pair, history.to(per_pair.dtype)], -1)       # [B, P, 2H+F]
         return self.score(feats).squeeze(-1)
@@ -136,8 +141,13 @@ class ReinsertionDecoder(nn.Module):
         # First layer, separable: pickup channels at i, delivery channels at j.
         left = torch.einsum("bmkh,fkh->bmf", side[:, :, 0], w[:, 0]) + self.first.bias
         right = torch.einsum("bmkh,fkh->bmf", side[:, :, 1], w[:, 1])
-        # The rest of the MLP written out: ReLUs in place on fresh tensors, the last
-        # layer a matrix-vector product ([B*K, 32] activations are the decoder's bulk).
-        z = (take_rows(left, first) + take_rows(right, second)).relu_()   # [B, K, F]
-        z = torch.addmm(self.hidden.bias, z.view(-1, z.size(-1)), self.hidden.weight.t())
+        # left[first] + right[second] as ONE gather-and-sum (an embedding bag of two
+        # rows per place), not two [B*K, F] gathers and an add. The rest of the MLP
+        # written out: ReLUs in place on fresh tensors, the last layer a matrix-vector
+        # product ([B*K, 32] activations are the decoder's bulk).
+        offset = torch.arange(b, device=h.device).unsqueeze(1) * m
+        bags = torch.stack([first + offset, second + offset + b * m], -1).view(-1, 2)
+        table = torch.cat([left.reshape(b * m, -1), right.reshape(b * m, -1)])
+        z = F.embedding_bag(bags, table, mode="sum").relu_()               # [B*K, F]
+        z = torch.addmm(self.hidden.bias, z, self.hidden.weight.t())
         return torch.addmv(self.out.bias, z.relu_(), self.out.weight[0]).view(b, -1)

@@ -91,9 +91,15 @@ class SynthesisAttentionLayer(nn.Module):
         # Channels-first MLP over the 2H score channels of every pair, as batched
         # products with the weights broadcast over the batch (``matmul`` of a 2-D
         # weight with a 3-D tensor would copy the pair tensor into rows first).
-        z = self._mix(self.mix_node, a_node, bias=True)
-        if pos_scores is not None:
-            z = z + self._mix(self.mix_pos, pos_scores.reshape(b, self.heads, m * m))
+        if pos_scores is None:
+            z = self._mix(self.mix_node, a_node, bias=True)
+        else:
+            # The positional half with the bias, then the node half accumulated in
+            # place (baddbmm_): no extra pass over the [B, 2H, M^2] pair tensor.
+            pos = pos_scores.reshape(b, self.heads, m * m).to(a_node.dtype)
+            z = torch.baddbmm(self.mix_node.bias.to(pos.dtype).view(1, -1, 1),
+                              self.mix_pos.weight.to(pos.dtype).expand(b, -1, -1), pos)
+            z.baddbmm_(self.mix_node.weight.to(pos.dtype).expand(b, -1, -1), a_node)
         s = self._mix(self.mix_out, z.relu_(), bias=True)
         return torch.softmax(s.view(b, self.heads, m, m), -1), v
 

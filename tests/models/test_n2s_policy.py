@@ -62,6 +62,22 @@ def test_synthesis_attention_without_positional_scores_equals_zero_scores():
     assert torch.allclose(layer(h, None), layer(h, torch.zeros(3, 2, 7, 7)), atol=1e-6)
 
 
+def test_synthesis_attention_scores_equal_n2s_formula():
+    # N2S written plainly: per pair, MLP over [A_node (H) ; A_pos (H)] channels, softmax
+    torch.manual_seed(0)
+    layer = SynthesisAttentionLayer(16, 2, 16)
+    h, pos = torch.randn(3, 7, 16), torch.randn(3, 2, 7, 7)
+    q, k, v = layer.qkv(h).view(3, 7, 3, 2, 8).permute(2, 0, 3, 1, 4)
+    pairs = torch.cat([q @ k.transpose(-1, -2), pos], 1).permute(0, 2, 3, 1)   # [B, M, M, 2H]
+    w1 = torch.cat([layer.mix_node.weight, layer.mix_pos.weight], 1)
+    hidden = F.relu(pairs @ w1.t() + layer.mix_node.bias)
+    expected = torch.softmax((hidden @ layer.mix_out.weight.t() + layer.mix_out.bias)
+                             .permute(0, 3, 1, 2), -1)
+    attn, values = layer.scores(h, pos, None)
+    torch.testing.assert_close(attn, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(values, v)
+
+
 def test_removal_decoder_equals_n2s_formula():
     policy, env, state = _setting("dact_cpe")
     obs = env.policy_observation(state, policy)
