@@ -170,3 +170,14 @@ def test_instance_norm_is_n2s_unbiased_normalisation_with_its_gradient():
     g = torch.randn_like(out)
     torch.testing.assert_close(torch.autograd.grad((out * g).sum(), x)[0],
                                torch.autograd.grad((ref * g).sum(), x)[0])
+
+
+def test_gather_sum_equals_two_gathers_with_its_gradient():
+    from pyg_routing.models.n2s_decoders import GatherSum
+
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(6, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    b = torch.randn(4, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    ia, ib = torch.tensor([0, 5, 5, 2, 0]), torch.tensor([3, 3, 1, 0, 2])   # repeated rows
+    torch.testing.assert_close(GatherSum.apply(a, b, ia, ib), a[ia] + b[ib])
+    assert torch.autograd.gradcheck(lambda x, y: GatherSum.apply(x, y, ia, ib), (a, b))
