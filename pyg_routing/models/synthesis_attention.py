@@ -92,24 +92,25 @@ class SynthesisAttentionLayer(nn.Module):
         # products with the weights broadcast over the batch (``matmul`` of a 2-D
         # weight with a 3-D tensor would copy the pair tensor into rows first).
         if pos_scores is None:
-            z = self._mix(self.mix_node, a_node, bias=True)
+            z = self._mix(self.mix_node.weight, a_node, self.mix_node.bias)
         else:
             # The positional half with the bias, then the node half accumulated in
             # place (baddbmm_): no extra pass over the [B, 2H, M^2] pair tensor.
             pos = pos_scores.reshape(b, self.heads, m * m).to(a_node.dtype)
-            z = torch.baddbmm(self.mix_node.bias.to(pos.dtype).view(1, -1, 1),
-                              self.mix_pos.weight.to(pos.dtype).expand(b, -1, -1), pos)
-            z.baddbmm_(self.mix_node.weight.to(pos.dtype).expand(b, -1, -1), a_node)
-        s = self._mix(self.mix_out, z.relu_(), bias=True)
+            z = self._mix(self.mix_pos.weight, pos, self.mix_node.bias)
+            z.baddbmm_(self._batched(self.mix_node.weight, a_node), a_node)
+        s = self._mix(self.mix_out.weight, z.relu_(), self.mix_out.bias)
         return torch.softmax(s.view(b, self.heads, m, m), -1), v
 
     @staticmethod
-    def _mix(linear: nn.Linear, x: Tensor, bias: bool = False) -> Tensor:
-        """``linear`` over the channels of ``x [B, C, P]``: ``[B, C', P]``."""
-        w = linear.weight.to(x.dtype).expand(x.size(0), -1, -1)
-        if not bias:
-            return torch.bmm(w, x)
-        return torch.baddbmm(linear.bias.to(x.dtype).view(1, -1, 1), w, x)
+    def _batched(weight: Tensor, x: Tensor) -> Tensor:
+        """``weight [C', C]`` in ``x``'s dtype, broadcast over ``x``'s batch (no copy)."""
+        return weight.to(x.dtype).expand(x.size(0), -1, -1)
+
+    @classmethod
+    def _mix(cls, weight: Tensor, x: Tensor, bias: Tensor) -> Tensor:
+        """An affine map over the channels of ``x [B, C, P]``: ``[B, C', P]``."""
+        return torch.baddbmm(bias.to(x.dtype).view(1, -1, 1), cls._batched(weight, x), x)
 
     def forward(self, h: Tensor, pos_scores: Tensor | None = None,
                 position: Tensor | None = None) -> Tensor:
