@@ -60,3 +60,29 @@ def fixed_route_batch(num: int = 3, n: int = 12) -> Batch:
     inst = CVRPGenerator(n, seed=0).sample(num)
     routes = [[1, 2, 3, 4], [5, 6, 7], [8], [9, 10, 11, 12]]
     return Batch.from_data_list([RoutingData.from_routes(inst[i], routes) for i in range(num)])
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """``pyg-routing ARGV`` in-process: exit code, stdout, stderr."""
+    from pyg_routing.cli import main
+
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def straight_and_resumed(make_model, make_trainer, make_datamodule, checkpoint):
+    """Two fits of fresh models from ``make_model()``: 2 epochs x 1 batch in one go, and
+    1 epoch, a checkpoint at ``checkpoint``, then a resume to epoch 2. Returns both
+    models ``(straight, resumed)``; an exact resume leaves them equal."""
+    straight = make_model()
+    make_trainer(max_epochs=2, limit_train_batches=1).fit(straight,
+                                                          datamodule=make_datamodule())
+    first = make_model()
+    t1 = make_trainer(max_epochs=1, limit_train_batches=1)
+    t1.fit(first, datamodule=make_datamodule())
+    t1.save_checkpoint(checkpoint)
+    resumed = make_model()
+    make_trainer(max_epochs=2, limit_train_batches=1).fit(
+        resumed, datamodule=make_datamodule(), ckpt_path=checkpoint)
+    return straight, resumed

@@ -2,7 +2,6 @@
 exact resume, the train/evaluate/compare commands and their errors."""
 
 import json
-import warnings
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,9 @@ from pyg_routing.training import (  # noqa: E402
     load_policy,  # noqa: E402
 )
 from pyg_routing.training.n2s import size_settings  # noqa: E402
-from tests.helpers import TINY, TINY_DATA, tiny_argv  # noqa: E402
+from tests.helpers import TINY, TINY_DATA, run_cli, straight_and_resumed, tiny_argv  # noqa: E402
 
 N2S_TINY = {**TINY, "t_train": 4, "n_step": 2}
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", ".*does not have many workers.*")
-        warnings.filterwarnings("ignore", ".*GPU available.*")
-        yield
 
 
 def _model(**kw):
@@ -89,23 +80,9 @@ def test_smoke_training_changes_parameters_and_logs_finite():
 
 @pytest.mark.slow
 def test_resume_is_exact(tmp_path):
-    straight = _model()
-    _trainer(max_epochs=2, limit_train_batches=1).fit(straight, datamodule=_dm())
-    first = _model()
-    t1 = _trainer(max_epochs=1, limit_train_batches=1)
-    t1.fit(first, datamodule=_dm())
-    t1.save_checkpoint(tmp_path / "epoch0.ckpt")
-    resumed = _model()
-    _trainer(max_epochs=2, limit_train_batches=1).fit(resumed, datamodule=_dm(),
-                                                       ckpt_path=tmp_path / "epoch0.ckpt")
+    straight, resumed = straight_and_resumed(_model, _trainer, _dm, tmp_path / "epoch0.ckpt")
     for a, b in zip(straight.parameters(), resumed.parameters()):
         assert torch.equal(a, b)
-
-
-def _run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +96,7 @@ def n2s_checkpoint(tmp_path_factory):
 
 @pytest.mark.slow
 def test_train_and_evaluate_with_augmented_independent_starts(n2s_checkpoint, tmp_path, capsys):
-    code, out, err = _run(capsys, "evaluate", "--checkpoint", n2s_checkpoint, "--problem",
+    code, out, err = run_cli(capsys, "evaluate", "--checkpoint", n2s_checkpoint, "--problem",
                           "pdtsp", "--num-customers", "8", "--instances", "3", "--steps", "6",
                           "--augment", "8", "--reference", "ortools", "--time-limit", "0.2",
                           "--root", str(tmp_path), "--json")
@@ -136,10 +113,10 @@ def test_train_and_evaluate_with_augmented_independent_starts(n2s_checkpoint, tm
 def test_foreign_checkpoints_and_unsupported_problems_are_clear_errors(n2s_checkpoint, capsys):
     with pytest.raises(ValueError, match="trained with backbone 'n2s', but 'dact'"):
         load_policy(n2s_checkpoint, expect_backbone="dact")
-    code, _, err = _run(capsys, "evaluate", "--checkpoint", n2s_checkpoint, "--problem", "tsp",
+    code, _, err = run_cli(capsys, "evaluate", "--checkpoint", n2s_checkpoint, "--problem", "tsp",
                         "--num-customers", "8", "--reference", "none")
     assert code == 2 and "trained with problem 'pdtsp'" in err
-    code, _, err = _run(capsys, "train", "--backbone", "n2s", "--problem", "cvrp",
+    code, _, err = run_cli(capsys, "train", "--backbone", "n2s", "--problem", "cvrp",
                         *tiny_argv(epochs=1, t_train=4, n_step=2))
     assert code == 2 and "supports pdtsp, not 'cvrp'" in err
     assert "Traceback" not in err

@@ -3,7 +3,6 @@ the training environment's steps, smoke training, exact resume, and the policy i
 ``pyg-routing search`` (with its errors)."""
 
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -28,20 +27,12 @@ from pyg_routing.training import (  # noqa: E402
     load_policy,
     winner_takes_all_loss,
 )
-from tests.helpers import tiny_argv  # noqa: E402
+from tests.helpers import run_cli, straight_and_resumed, tiny_argv  # noqa: E402
 
 #: a tiny NDS (paper preset: NDS's capacity table has no 10-customer entry)
 NDS_TINY = dict(num_customers=10, dim=16, heads=2, num_layers=2, pe_dim=8, num_bands=2,
                 batch_size=3, rollouts=6, remove=4, warmup_steps=2, iterations=3, val_steps=2,
                 val_rollouts=4, val_augment=2, preset="paper", seed=0)
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", ".*does not have many workers.*")
-        warnings.filterwarnings("ignore", ".*GPU available.*")
-        yield
 
 
 def _model(**kw):
@@ -147,23 +138,9 @@ def test_smoke_training_on_the_other_problems(problem):
 
 @pytest.mark.slow
 def test_resume_is_exact(tmp_path):
-    straight = _model()
-    _trainer(max_epochs=2, limit_train_batches=1).fit(straight, datamodule=_dm())
-    first = _model()
-    t1 = _trainer(max_epochs=1, limit_train_batches=1)
-    t1.fit(first, datamodule=_dm())
-    t1.save_checkpoint(tmp_path / "epoch0.ckpt")
-    resumed = _model()
-    _trainer(max_epochs=2, limit_train_batches=1).fit(resumed, datamodule=_dm(),
-                                                       ckpt_path=tmp_path / "epoch0.ckpt")
+    straight, resumed = straight_and_resumed(_model, _trainer, _dm, tmp_path / "epoch0.ckpt")
     for a, b in zip(straight.parameters(), resumed.parameters()):
         assert torch.equal(a, b)
-
-
-def _run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 _NDS_ARGV = ["--layers", "2", "--dim", "16", "--heads", "2", "--pe-dim", "8",
@@ -187,7 +164,7 @@ def test_search_with_the_trained_policy_returns_checked_solutions(nds_checkpoint
                                                                  capsys):
     policy = load_policy(nds_checkpoint, expect_problem="cvrp", expect_backbone="nds")
     assert type(policy).__name__ == "NDSPolicy" and policy.encoder.pe == "ipexpe"
-    code, out, err = _run(capsys, "search", "--destroy", "policy", "--checkpoint",
+    code, out, err = run_cli(capsys, "search", "--destroy", "policy", "--checkpoint",
                           nds_checkpoint, "--problem", "cvrp", "--num-customers", "12",
                           "--instances", "2", "--time-limit", "30", "--iterations", "2",
                           "--augment", "2", "--rollouts", "5", "--remove", "4",
@@ -203,15 +180,15 @@ def test_search_with_the_trained_policy_returns_checked_solutions(nds_checkpoint
 
 @pytest.mark.slow
 def test_policy_search_errors_are_clear(nds_checkpoint, tmp_path, capsys):
-    code, _, err = _run(capsys, "search", "--destroy", "policy", "--num-customers", "12")
+    code, _, err = run_cli(capsys, "search", "--destroy", "policy", "--num-customers", "12")
     assert code == 2 and "--destroy policy needs --checkpoint" in err
-    code, _, err = _run(capsys, "search", "--destroy", "policy", "--checkpoint",
+    code, _, err = run_cli(capsys, "search", "--destroy", "policy", "--checkpoint",
                         nds_checkpoint, "--problem", "vrptw", "--num-customers", "12")
     assert code == 2 and "trained with problem 'cvrp', but 'vrptw'" in err
-    code, _, err = _run(capsys, "search", "--destroy", "sisr", "--checkpoint",
+    code, _, err = run_cli(capsys, "search", "--destroy", "sisr", "--checkpoint",
                         nds_checkpoint, "--num-customers", "12")
     assert code == 2 and "--destroy sisr takes none" in err
-    code, _, err = _run(capsys, "evaluate", "--checkpoint", nds_checkpoint, "--problem",
+    code, _, err = run_cli(capsys, "evaluate", "--checkpoint", nds_checkpoint, "--problem",
                         "cvrp", "--num-customers", "10", "--reference", "none")
     assert code == 2 and "search --destroy policy" in err
     out = tmp_path / "dact"
@@ -219,7 +196,7 @@ def test_policy_search_errors_are_clear(nds_checkpoint, tmp_path, capsys):
                  *tiny_argv(epochs=1)]) == 0
     capsys.readouterr()
     dact = str(sorted(out.rglob("last.ckpt"))[0])
-    code, _, err = _run(capsys, "search", "--destroy", "policy", "--checkpoint", dact,
+    code, _, err = run_cli(capsys, "search", "--destroy", "policy", "--checkpoint", dact,
                         "--num-customers", "12")
     assert code == 2 and "trained with backbone 'dact', but 'nds'" in err
     assert "Traceback" not in err
@@ -236,7 +213,7 @@ def test_cuda_mixed_precision_training_step():
 
 @pytest.mark.slow
 def test_compare_nds_trains_each_encoding_and_adds_destroy_baselines(tmp_path, capsys):
-    code, out, err = _run(capsys, "compare", "--backbone", "nds", "--problem", "cvrp",
+    code, out, err = run_cli(capsys, "compare", "--backbone", "nds", "--problem", "cvrp",
                           "--num-customers", "10", "--pe", "ipexpe,none", *_NDS_ARGV,
                           "--instances", "2", "--steps", "2", "--augment", "2",
                           "--search-rollouts", "5", "--reference", "pyvrp",

@@ -38,14 +38,6 @@ def _trainer(tmp_path, **kw):
     return L.Trainer(**args)
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", ".*does not have many workers.*")
-        warnings.filterwarnings("ignore", ".*GPU available.*")
-        yield
-
-
 def test_datamodule_is_seeded_and_changes_per_epoch():
     dm = _dm()
     dl = dm.train_dataloader()
