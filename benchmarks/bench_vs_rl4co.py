@@ -20,7 +20,9 @@ best of 5 interleaved rounds; training with n-step PPO (``n_step`` 5, ``K = 3``,
 short ``T_train``, no curriculum, the same gradient clip for both), fastest batch after
 a warm-up one, best of interleaved short fits. Both policies use N2S's own CPE
 (``pe="dact_cpe"`` for ours); their parameter counts are printed (actor, and with
-the critic). ``--only dact|n2s`` runs one section; ``--profile`` adds a
+the critic). The ``floor`` rows time only the products, softmaxes and norms N2S's
+architecture needs (``_n2s_floor.py``): rl4co over floor is the ceiling of any eager
+speed-up. ``--only dact|n2s`` runs one section; ``--profile`` adds a
 ``torch.profiler`` summary of one of our N2S inference steps and one training batch.
 
 Needs the optional ``bench`` extra (``pip install -e ".[bench]" -c
@@ -37,6 +39,7 @@ from collections.abc import Callable
 
 import lightning as L
 import torch
+from _n2s_floor import N2SFloor
 
 from pyg_routing.data.generators import make_generator
 from pyg_routing.envs import PairReinsertionEnv, improve
@@ -306,10 +309,14 @@ def n2s_section(args: argparse.Namespace, have_rl4co: bool) -> None:
     if have_rl4co:
         runners[("rl4co", n)] = rl4co_n2s_inference(n, b, args.n2s_steps)
         runners[("rl4co", big)] = rl4co_n2s_inference(big, b, args.n2s_steps_big)
+    floor = {size: N2SFloor(b, size + 1, N2S_DIM, N2S_HEADS, N2S_LAYERS) for size in (n, big)}
+    runners[("floor", n)] = floor[n].inference(args.n2s_steps)
+    runners[("floor", big)] = floor[big].inference(args.n2s_steps_big)
     work = {key: b * (args.n2s_steps if key[1] == n else args.n2s_steps_big) for key in runners}
     rate = interleaved_rates(runners, work)
     trainers = {"ours": ours_n2s_training(n, b, args.n2s_t_train, args.n2s_n_step,
-                                          args.n2s_batches, pe)}
+                                          args.n2s_batches, pe),
+                "floor": floor[n].training(args.n2s_t_train, args.n2s_n_step)}
     if have_rl4co:
         trainers["rl4co"] = rl4co_n2s_training(n, b, args.n2s_t_train, args.n2s_n_step,
                                                args.n2s_batches)
@@ -317,7 +324,10 @@ def n2s_section(args: argparse.Namespace, have_rl4co: bool) -> None:
     params = n2s_parameters(pe, have_rl4co)
     rows = [(f"inference PDP-{n + 1}", rate[("ours", n)], rate.get(("rl4co", n))),
             (f"inference PDP-{big + 1}", rate[("ours", big)], rate.get(("rl4co", big))),
-            (f"training PDP-{n + 1}", train_rate["ours"], train_rate.get("rl4co"))]
+            (f"training PDP-{n + 1}", train_rate["ours"], train_rate.get("rl4co")),
+            (f"floor inference PDP-{n + 1}", rate[("floor", n)], rate.get(("rl4co", n))),
+            (f"floor inference PDP-{big + 1}", rate[("floor", big)], rate.get(("rl4co", big))),
+            (f"floor training PDP-{n + 1}", train_rate["floor"], train_rate.get("rl4co"))]
     print(f"N2S, PDP-{n + 1} (and PDP-{big + 1} inference), batch {b}, embed {N2S_DIM}, "
           f"{N2S_LAYERS} layers, {N2S_HEADS} heads, pe={pe}, eager, "
           f"{torch.get_num_threads()} threads; inference {args.n2s_steps} steps "
@@ -325,6 +335,9 @@ def n2s_section(args: argparse.Namespace, have_rl4co: bool) -> None:
           f"T_train={args.n2s_t_train}, n_step={args.n2s_n_step}, K=3, best batch of "
           f"{args.n2s_train_rounds} rounds x {args.n2s_batches - 1}")
     print_table(rows)
+    print("floor rows: the architecture's matrix products, softmaxes and norms alone "
+          "(benchmarks/_n2s_floor.py); their ratio is the most any eager implementation "
+          "could gain over rl4co here")
     for name, (actor, total) in params.items():
         print(f"parameters {name:6s} actor {actor:,}, with critic {total:,}")
 

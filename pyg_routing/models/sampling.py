@@ -18,7 +18,7 @@ def sample_categorical(probs: Tensor, generator: torch.Generator | None = None) 
     the total. Returns ``[B]`` long on ``probs``' device.
     """
     cdf = probs.double().cumsum(-1)
-    total = cdf[:, -1:]
+    total = cdf[:, -1:].contiguous()      # searchsorted copies (and warns) otherwise
     u = torch.rand(probs.size(0), 1, generator=generator, device=probs.device,
                    dtype=torch.float64) * total
     idx = torch.searchsorted(cdf, u, right=True)
