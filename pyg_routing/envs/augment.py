@@ -31,5 +31,7 @@ def augment_positions(pos: Tensor, num: int = 8) -> Tensor:
     depot = pos[:, :1]
     d = pos - depot
     mats = torch.tensor(SYMMETRIES[:num], dtype=pos.dtype, device=pos.device).view(num, 1, 1, 2, 2)
-    out = (mats @ d.unsqueeze(-1).unsqueeze(0)).squeeze(-1) + depot.unsqueeze(0)
+    # Products by 0 and ±1 summed elementwise, not a matmul: exact, also under
+    # torch.autocast (which would round a matmul's coordinates to 16 bits).
+    out = (mats * d.unsqueeze(-2).unsqueeze(0)).sum(-1) + depot.unsqueeze(0)
     return out.reshape(num * pos.size(0), *pos.shape[1:])

@@ -168,12 +168,15 @@ class ImprovementEnv(ABC):
 
     def policy_observation(self, state: BatchedState, encoder: Any) -> Observation:
         """:meth:`observe` with a no-op allowed where no action is (a policy must
-        always be able to act): the first entry of an all-False mask row."""
-        mask = self.action_mask(state)
-        stuck = ~mask.flatten(1).any(1)
-        if bool(stuck.any()):
-            mask.flatten(1)[stuck, 0] = True
-        return self.observe(state, encoder, mask)
+        always be able to act): the first entry of an all-False mask row. Built in full
+        precision under ``torch.autocast`` too (mixed-precision training): route
+        quantities and codes are the network's inputs; only the network is autocast."""
+        with torch.autocast(state.pos.device.type, enabled=False):
+            mask = self.action_mask(state)
+            stuck = ~mask.flatten(1).any(1)
+            if bool(stuck.any()):
+                mask.flatten(1)[stuck, 0] = True
+            return self.observe(state, encoder, mask)
 
     def augment(self, state: S, num: int, copies: bool = False) -> S:
         """``num`` copies of ``state`` (copy-major, ``[num * B, ...]``) under the

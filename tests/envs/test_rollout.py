@@ -36,6 +36,10 @@ def test_augmentation_keeps_routes_and_costs():
     assert torch.cdist(flat, flat).add(torch.eye(8)).min() > 1e-3
     with pytest.raises(ValueError, match="augment"):
         augment_positions(inst.pos, 9)
+    # Exact under autocast too (a matmul there would round coordinates to bf16).
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        amp = augment_positions(inst.pos, 8)
+    assert amp.dtype == inst.pos.dtype and torch.equal(amp.view(8, 4, -1, 2), pos)
 
 
 def test_best_of_eight_is_no_worse_than_one_copy():

@@ -97,11 +97,14 @@ class PolicyDestroy:
         return self.device.type == "cuda" if self._autocast is None else bool(self._autocast)
 
     def observe(self, state: ToursState) -> NDSObservation:
-        """The policy's observation of ``state`` (no gradient bookkeeping needed)."""
+        """The policy's observation of ``state`` (no gradient bookkeeping needed), in
+        full precision also inside an outer ``torch.autocast`` (Lightning's mixed
+        precision): only the network runs under autocast."""
         if self.features.device != self.device:           # the policy was moved
             self.features = self.features.to(self.device)
         dtype = next(self.policy.parameters()).dtype
-        return observe(state, self.features, self.policy.encoder.node_code, dtype)
+        with torch.autocast(self.device.type, enabled=False):
+            return observe(state, self.features, self.policy.encoder.node_code, dtype)
 
     def propose(self, state: ToursState, arrays: ProblemArrays, num_sets: int,
                 rng: np.random.Generator) -> np.ndarray:
