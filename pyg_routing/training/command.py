@@ -19,10 +19,20 @@ from pyg_routing.training.fit import (
     positive,
 )
 
+#: ``--problem`` / ``--num-customers`` when neither the user nor a checkpoint says
+DEFAULT_PROBLEM, DEFAULT_CUSTOMERS = "cvrp", 20
 
-def add_problem_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--problem", choices=PROBLEMS, default="cvrp")
-    p.add_argument("--num-customers", type=count(1), default=20)
+
+def add_problem_options(p: argparse.ArgumentParser, from_checkpoint: bool = False) -> None:
+    """``--problem`` and ``--num-customers``; ``from_checkpoint``: both default to the
+    checkpoint's (``evaluate``), else to cvrp-20."""
+    note = " (default: the checkpoint's; cvrp-20 without one)" if from_checkpoint else ""
+    p.add_argument("--problem", choices=PROBLEMS,
+                   default=None if from_checkpoint else DEFAULT_PROBLEM,
+                   help="routing problem" + note)
+    p.add_argument("--num-customers", type=count(1),
+                   default=None if from_checkpoint else DEFAULT_CUSTOMERS,
+                   help="customers" + note)
 
 
 #: what the ``--reference`` choices solve with, as the table names them
@@ -77,7 +87,7 @@ def add_evaluate_parser(sub: Any) -> None:
     p.add_argument("--policy", choices=("checkpoint", "random"), default="checkpoint",
                    help="'random': uniformly random valid moves (baseline)")
     add_backbone_option(p)
-    add_problem_options(p)
+    add_problem_options(p, from_checkpoint=True)
     p.add_argument("--instances", type=count(1), default=256)
     p.add_argument("--steps", type=count(0), default=1000)
     p.add_argument("--augment", type=count(1), default=8, help="symmetric copies (1..8)")
@@ -129,6 +139,15 @@ def check_step_backbone(lightning: Any) -> Any:
     return lightning
 
 
+def _problem_defaults(args: argparse.Namespace, problem: str | None = None,
+                      num_customers: int | None = None) -> argparse.Namespace:
+    """A copy of ``args`` whose unset ``--problem`` / ``--num-customers`` are the given
+    ones (a checkpoint's), else cvrp-20; ``args`` itself is left as the user gave it."""
+    return argparse.Namespace(**{
+        **vars(args), "problem": args.problem or problem or DEFAULT_PROBLEM,
+        "num_customers": args.num_customers or num_customers or DEFAULT_CUSTOMERS})
+
+
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     from pyg_routing.data.generators import make_generator
     from pyg_routing.envs import improve
@@ -137,6 +156,8 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     policy = None
     device = search_device(args.device)
     lightning = check_step_backbone(backbones.get(args.backbone))
+    if args.policy != "checkpoint":
+        args = _problem_defaults(args)
     if args.policy == "checkpoint":
         if args.checkpoint is None:
             raise ValueError("evaluate needs --checkpoint (or --policy random)")
@@ -145,10 +166,12 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
         lightning = backbones.get(hp["backbone"])
         check_step_backbone(lightning)
         trained = hp.get("num_customers")
+        args = _problem_defaults(args, hp.get("problem"), trained)
         if trained is not None and trained != args.num_customers and not args.any_size:
             raise ValueError(f"checkpoint {args.checkpoint} was trained on "
-                             f"{args.problem}-{trained}, but --num-customers is "
-                             f"{args.num_customers}; pass --any-size to evaluate anyway")
+                             f"{hp.get('problem', args.problem)}-{trained}, but "
+                             f"--num-customers is {args.num_customers}; pass --any-size to "
+                             f"evaluate anyway")
         policy = backbones.load_policy(args.checkpoint, expect_problem=args.problem,
                                        compiled=True if args.compile else None,
                                        checkpoint=ckpt)

@@ -96,12 +96,14 @@ def n2s_checkpoint(tmp_path_factory):
 
 @pytest.mark.slow
 def test_train_and_evaluate_with_augmented_independent_starts(n2s_checkpoint, tmp_path, capsys):
-    code, out, err = run_cli(capsys, "evaluate", "--checkpoint", n2s_checkpoint, "--problem",
-                          "pdtsp", "--num-customers", "8", "--instances", "3", "--steps", "6",
-                          "--augment", "8", "--reference", "ortools", "--time-limit", "0.2",
+    # the command: problem and size come from the checkpoint
+    code, out, err = run_cli(capsys, "evaluate", "--checkpoint", n2s_checkpoint,
+                          "--instances", "3", "--steps", "6", "--augment", "8",
+                          "--reference", "ortools", "--time-limit", "0.2",
                           "--root", str(tmp_path), "--json")
     assert code == 0, err
     res = json.loads(out)
+    assert (res["problem"], res["num_customers"]) == ("pdtsp", 8)
     assert res["backbone"] == "n2s" and res["init"] == "random"
     assert res["starts"] == "independent"
     assert res["cost"] <= res["initial_cost"] + 1e-9 and res["gap_percent"] > -1e-6
