@@ -85,7 +85,9 @@ def add_search_parser(sub: Any) -> None:
                     "repair, simulated annealing over 8 augmentations, per instance for "
                     "--time-limit seconds; writes a per-instance table (CSV, Markdown, "
                     "JSON) with the gap to a reference or the best-known values.")
-    p.add_argument("--problem", choices=SEARCH_PROBLEMS, default="cvrp")
+    p.add_argument("--problem", choices=SEARCH_PROBLEMS, default=None,
+                   help="generated instances' problem (default: the --checkpoint's, else "
+                        "cvrp)")
     p.add_argument("--num-customers", type=count(2), default=500)
     p.add_argument("--instances", type=count(1), default=16, help="generated instances")
     p.add_argument("--seed", type=int, default=1234,
@@ -218,6 +220,17 @@ def load_destroy_policy(args: argparse.Namespace) -> Any:
                                  expect_problem=problem)
 
 
+def with_problem(args: argparse.Namespace) -> argparse.Namespace:
+    """A copy of ``args`` whose unset ``--problem`` is the ``--checkpoint``'s (with
+    ``--destroy policy``), else cvrp; ``args`` itself is left as given."""
+    from pyg_routing.training import backbones
+
+    problem = args.problem
+    if problem is None and args.destroy == "policy" and args.checkpoint is not None:
+        problem = backbones.read_checkpoint(args.checkpoint)["hyper_parameters"].get("problem")
+    return argparse.Namespace(**{**vars(args), "problem": problem or "cvrp"})
+
+
 def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     """Search every job (Lightning ``predict``, strategy DDP over ``--devices`` x
     ``--num-nodes`` workers); returns the table as a dict on rank 0 (``None`` on the
@@ -229,6 +242,7 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     from pyg_routing.envs.deconstruction import ASAConfig
     from pyg_routing.training.search_predictor import RowWriter, SearchPredictor, read_rows
 
+    args = with_problem(args)
     config = ASAConfig(time_limit=args.time_limit, max_iterations=args.iterations,
                        augment=args.augment, rollouts=args.rollouts,
                        recreate_n=args.recreate)

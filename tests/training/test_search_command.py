@@ -142,3 +142,21 @@ def test_two_worker_processes_search_every_instance_once(tmp_path):
     result = json.loads((out / "result.json").read_text())
     assert [r["index"] for r in result["rows"]] == [0, 1, 2]
     assert result["devices"] == 2
+
+
+def test_problem_defaults_to_the_checkpoints(tmp_path):
+    import argparse
+
+    import torch
+
+    from pyg_routing.training.search import with_problem
+
+    ckpt = tmp_path / "vrptw.ckpt"
+    torch.save({"hyper_parameters": {"backbone": "nds", "problem": "vrptw"},
+                "state_dict": {}}, ckpt)
+    args = argparse.Namespace(problem=None, destroy="policy", checkpoint=str(ckpt))
+    assert with_problem(args).problem == "vrptw" and args.problem is None   # not mutated
+    given = argparse.Namespace(problem="pcvrp", destroy="policy", checkpoint=str(ckpt))
+    assert with_problem(given).problem == "pcvrp"              # the user's choice stands
+    plain = argparse.Namespace(problem=None, destroy="sisr", checkpoint=None)
+    assert with_problem(plain).problem == "cvrp"
