@@ -169,19 +169,15 @@ class ReinsertionDecoder(nn.Module):
         # First layer, separable: pickup channels at i, delivery channels at j.
         left = torch.einsum("bmkh,fkh->bmf", side[:, :, 0], w[:, 0]) + self.first.bias
         right = torch.einsum("bmkh,fkh->bmf", side[:, :, 1], w[:, 1])
-        # A constant channel (1 on the left, 0 on the right: 1 after the ReLU) carries
-        # the hidden layer's bias through its product, so no pass broadcasts it over
-        # the [B*K, F] activations (the decoder's bulk).
-        left = torch.cat([left, left.new_ones(b, m, 1)], -1).reshape(b * m, -1)
-        right = torch.cat([right, right.new_zeros(b, m, 1)], -1).reshape(b * m, -1)
         # left[first] + right[second] as ONE gather-and-sum (an embedding bag of two
-        # rows per place), not two [B*K, F] gathers and an add; ReLUs in place on
-        # fresh tensors, the last layer a matrix-vector product.
+        # rows per place), not two [B*K, F] gathers and an add. The rest of the MLP
+        # written out: ReLUs in place on fresh tensors, the last layer a matrix-vector
+        # product ([B*K, 32] activations are the decoder's bulk).
         offset = torch.arange(b, device=h.device).unsqueeze(1) * m
-        z = GatherSum.apply(left, right, (first + offset).reshape(-1),
-                            (second + offset).reshape(-1)).relu_()          # [B*K, F+1]
-        hidden = torch.cat([self.hidden.weight, self.hidden.bias.unsqueeze(1)], 1)
-        z = torch.mm(z, hidden.t().to(z.dtype))
+        z = GatherSum.apply(left.reshape(b * m, -1), right.reshape(b * m, -1),
+                            (first + offset).reshape(-1),
+                            (second + offset).reshape(-1)).relu_()          # [B*K, F]
+        z = torch.addmm(self.hidden.bias, z, self.hidden.weight.t())
         # addmv is not on CPU autocast's list: cast by hand (bf16-mixed on CPU)
         return torch.addmv(self.out.bias.to(z.dtype), z.relu_(),
                            self.out.weight[0].to(z.dtype)).view(b, -1)

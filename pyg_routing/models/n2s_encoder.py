@@ -118,8 +118,6 @@ class N2SEncoder(nn.Module):
             raise ValueError(f"N2SEncoder(in_channels={self.in_channels}) got node features "
                              f"of width {x.size(-1)}")
         pos_scores = self.positional_scores(pe, route_pos, route_id)
-        if pos_scores is not None:                 # prepared once for all layers
-            pos_scores = SynthesisAttentionLayer.pair_inputs(pos_scores)
         h = self.embed(x)
         position = route_pos if self.rotary else None
         for layer in self.layers:

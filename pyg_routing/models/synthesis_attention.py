@@ -8,9 +8,7 @@ before the softmax: ``softmax_j(MLP([q_i k_j ; pos_ij]))``. The positional score
 The pair tensors stay channels-first (``[B, C, M * M]``) so the MLP over the channels
 is a matrix product with no permute copies; its first layer is split into the node
 and the positional halves, so a model without positional scores (No PE, RoPE) skips
-the zero half instead of multiplying it. With positional scores, both biases ride in
-the products on a constant channel (:meth:`SynthesisAttentionLayer.pair_inputs`,
-prepared once per encoder forward): no pass that broadcasts a bias over the pairs.
+the zero half instead of multiplying it.
 """
 
 from __future__ import annotations
@@ -52,9 +50,8 @@ class SynthesisAttentionLayer(nn.Module):
         dim: model width. heads: ``H``. ff_hidden: feed-forward width.
         rotary: RoPE applied to the node queries and keys (``None``: none).
 
-    Shapes: ``h [B, M, dim]``, ``pos_scores [B, H, M, M]`` (or :meth:`pair_inputs` of
-    it, ``[B, H + 1, M * M]``, to prepare them once for several layers) or ``None``
-    (zeros), ``position [B, M]`` (RoPE) -> ``[B, M, dim]``.
+    Shapes: ``h [B, M, dim]``, ``pos_scores [B, H, M, M]`` or ``None`` (zeros),
+    ``position [B, M]`` (RoPE) -> ``[B, M, dim]``.
     """
 
     def __init__(self, dim: int, heads: int = 4, ff_hidden: int = 128,
@@ -81,27 +78,6 @@ class SynthesisAttentionLayer(nn.Module):
         for w in (self.mix_node.weight, self.mix_node.bias, self.mix_pos.weight):
             nn.init.uniform_(w, -bound, bound)
 
-    @staticmethod
-    def pair_inputs(pos_scores: Tensor) -> Tensor:
-        """``[B, H, M, M]`` positional scores as the layers read them: channels-first
-        with a constant channel of ones appended, ``[B, H + 1, M * M]``, which carries
-        the score MLP's biases through its matrix products."""
-        b, heads, m, _ = pos_scores.shape
-        ones = pos_scores.new_ones(b, 1, m * m)
-        return torch.cat([pos_scores.reshape(b, heads, m * m), ones], 1)
-
-    def _affine_weights(self, dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor]:
-        """The score MLP's weights with the biases on the constant channel: first
-        layer ``[2H + 1, H + 1]`` (positional half; its extra output row keeps the
-        constant, 1 after the ReLU), ``[2H + 1, H]`` (node half), out ``[H, 2H + 1]``."""
-        w_pos, w_node = self.mix_pos.weight, self.mix_node.weight
-        first = torch.cat([torch.cat([w_pos, self.mix_node.bias.unsqueeze(1)], 1),
-                           w_pos.new_zeros(1, self.heads + 1)], 0)
-        first[-1, -1] = 1.0
-        node = torch.cat([w_node, w_node.new_zeros(1, self.heads)], 0)
-        out = torch.cat([self.mix_out.weight, self.mix_out.bias.unsqueeze(1)], 1)
-        return first.to(dtype), node.to(dtype), out.to(dtype)
-
     def scores(self, h: Tensor, pos_scores: Tensor | None, position: Tensor | None
                ) -> tuple[Tensor, Tensor]:
         """``(attention [B, H, M, M], values [B, H, M, dim / H])``."""
@@ -117,19 +93,16 @@ class SynthesisAttentionLayer(nn.Module):
         # weight with a 3-D tensor would copy the pair tensor into rows first).
         if pos_scores is None:
             z = self._mix(self.mix_node.weight, a_node, self.mix_node.bias)
-            s = self._mix(self.mix_out.weight, z.relu_(), self.mix_out.bias)
         else:
-            pos = self.pair_inputs(pos_scores) if pos_scores.dim() == 4 else pos_scores
-            if pos.shape != (b, self.heads + 1, m * m):
+            # The positional half with the bias, then the node half accumulated in
+            # place (baddbmm_): no extra pass over the [B, 2H, M^2] pair tensor.
+            if pos_scores.shape != (b, self.heads, m, m):
                 raise ValueError(f"positional scores of shape {tuple(pos_scores.shape)}; "
-                                 f"expected {(b, self.heads, m, m)} or its pair_inputs")
-            pos = pos.to(a_node.dtype)
-            first, node, out = self._affine_weights(a_node.dtype)
-            # The positional half with the biases (constant channel), then the node
-            # half accumulated in place (baddbmm_): one pass over [B, 2H + 1, M^2].
-            z = torch.bmm(first.expand(b, -1, -1), pos)
-            z.baddbmm_(node.expand(b, -1, -1), a_node)
-            s = torch.bmm(out.expand(b, -1, -1), z.relu_())
+                                 f"expected {(b, self.heads, m, m)}")
+            pos = pos_scores.reshape(b, self.heads, m * m).to(a_node.dtype)
+            z = self._mix(self.mix_pos.weight, pos, self.mix_node.bias)
+            z.baddbmm_(self._batched(self.mix_node.weight, a_node), a_node)
+        s = self._mix(self.mix_out.weight, z.relu_(), self.mix_out.bias)
         return torch.softmax(s.view(b, self.heads, m, m), -1), v
 
     @staticmethod
