@@ -168,6 +168,21 @@ def test_policy_destroy_drives_the_augmented_annealing():
         RoutingData.from_routes(inst[b], routes).check()
 
 
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_policy_destroy_under_cpu_autocast_and_an_outer_autocast(problem):
+    """The CUDA path's autocast, on the CPU (bf16), also inside an outer autocast such
+    as Lightning's: the observation stays float32 and the sets are valid."""
+    inst, arrays, state = _search_state(problem, augment=8)
+    policy = NDSPolicy.build(problem, pe="ipexpe", pe_dim=8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):      # built inside, as in training
+        destroy = PolicyDestroy(policy, inst, k=5, autocast=True)
+        assert destroy.observe(state).pos.dtype == torch.float32
+        sets = destroy.propose(state, arrays, 6, np.random.default_rng(0))
+    assert sets.shape == (len(state), 6, 5)
+    apply_sets_sa(state, state.clone(), arrays, sets, temperature=0.01, rng=0)
+    state.check(arrays)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("problem", PROBLEMS)
 def test_policy_destroy_on_cuda_under_autocast(problem):
