@@ -139,8 +139,8 @@ def check_step_backbone(lightning: Any) -> Any:
     return lightning
 
 
-def _problem_defaults(args: argparse.Namespace, problem: str | None = None,
-                      num_customers: int | None = None) -> argparse.Namespace:
+def problem_defaults(args: argparse.Namespace, problem: str | None = None,
+                     num_customers: int | None = None) -> argparse.Namespace:
     """A copy of ``args`` whose unset ``--problem`` / ``--num-customers`` are the given
     ones (a checkpoint's), else cvrp-20; ``args`` itself is left as the user gave it."""
     return argparse.Namespace(**{
@@ -157,8 +157,8 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     device = search_device(args.device)
     lightning = check_step_backbone(backbones.get(args.backbone))
     if args.policy != "checkpoint":
-        args = _problem_defaults(args)
-    if args.policy == "checkpoint":
+        args = problem_defaults(args)
+    else:
         if args.checkpoint is None:
             raise ValueError("evaluate needs --checkpoint (or --policy random)")
         ckpt = backbones.read_checkpoint(args.checkpoint)
@@ -166,7 +166,7 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
         lightning = backbones.get(hp["backbone"])
         check_step_backbone(lightning)
         trained = hp.get("num_customers")
-        args = _problem_defaults(args, hp.get("problem"), trained)
+        args = problem_defaults(args, hp.get("problem"), trained)
         if trained is not None and trained != args.num_customers and not args.any_size:
             raise ValueError(f"checkpoint {args.checkpoint} was trained on "
                              f"{hp.get('problem', args.problem)}-{trained}, but "

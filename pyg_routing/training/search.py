@@ -222,13 +222,14 @@ def load_destroy_policy(args: argparse.Namespace) -> Any:
 
 def with_problem(args: argparse.Namespace) -> argparse.Namespace:
     """A copy of ``args`` whose unset ``--problem`` is the ``--checkpoint``'s (with
-    ``--destroy policy``), else cvrp; ``args`` itself is left as given."""
+    ``--destroy policy``), else the default; ``args`` itself is left as given."""
     from pyg_routing.training import backbones
+    from pyg_routing.training.command import problem_defaults
 
-    problem = args.problem
-    if problem is None and args.destroy == "policy" and args.checkpoint is not None:
+    problem = None
+    if args.problem is None and args.destroy == "policy" and args.checkpoint is not None:
         problem = backbones.read_checkpoint(args.checkpoint)["hyper_parameters"].get("problem")
-    return argparse.Namespace(**{**vars(args), "problem": problem or "cvrp"})
+    return problem_defaults(args, problem)
 
 
 def run_search(args: argparse.Namespace) -> dict[str, Any] | None:

@@ -154,9 +154,12 @@ def test_problem_defaults_to_the_checkpoints(tmp_path):
     ckpt = tmp_path / "vrptw.ckpt"
     torch.save({"hyper_parameters": {"backbone": "nds", "problem": "vrptw"},
                 "state_dict": {}}, ckpt)
-    args = argparse.Namespace(problem=None, destroy="policy", checkpoint=str(ckpt))
+    args = argparse.Namespace(problem=None, num_customers=500, destroy="policy",
+                              checkpoint=str(ckpt))
     assert with_problem(args).problem == "vrptw" and args.problem is None   # not mutated
-    given = argparse.Namespace(problem="pcvrp", destroy="policy", checkpoint=str(ckpt))
+    given = argparse.Namespace(problem="pcvrp", num_customers=500, destroy="policy",
+                               checkpoint=str(ckpt))
     assert with_problem(given).problem == "pcvrp"              # the user's choice stands
-    plain = argparse.Namespace(problem=None, destroy="sisr", checkpoint=None)
-    assert with_problem(plain).problem == "cvrp"
+    plain = argparse.Namespace(problem=None, num_customers=500, destroy="sisr",
+                               checkpoint=None)
+    assert (with_problem(plain).problem, with_problem(plain).num_customers) == ("cvrp", 500)
