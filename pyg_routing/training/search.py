@@ -215,21 +215,19 @@ def load_destroy_policy(args: argparse.Namespace) -> Any:
     if args.checkpoint is None:
         raise ValueError("--destroy policy needs --checkpoint (a `pyg-routing train "
                          "--backbone nds` checkpoint)")
+    # an unset --problem expects nothing: it becomes the checkpoint's (with_problem)
     problem = "cvrp" if args.benchmark else args.problem
     return backbones.load_policy(args.checkpoint, expect_backbone="nds",
                                  expect_problem=problem)
 
 
-def with_problem(args: argparse.Namespace) -> argparse.Namespace:
-    """A copy of ``args`` whose unset ``--problem`` is the ``--checkpoint``'s (with
-    ``--destroy policy``), else the default; ``args`` itself is left as given."""
-    from pyg_routing.training import backbones
+def with_problem(args: argparse.Namespace, policy: Any) -> argparse.Namespace:
+    """A copy of ``args`` whose unset ``--problem`` is the problem of ``policy`` (the
+    ``--destroy policy`` checkpoint's, ``None`` for the other destroys), else the
+    default; ``args`` itself is left as given."""
     from pyg_routing.training.command import problem_defaults
 
-    problem = None
-    if args.problem is None and args.destroy == "policy" and args.checkpoint is not None:
-        problem = backbones.read_checkpoint(args.checkpoint)["hyper_parameters"].get("problem")
-    return problem_defaults(args, problem)
+    return problem_defaults(args, None if policy is None else policy.problem)
 
 
 def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -243,11 +241,11 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     from pyg_routing.envs.deconstruction import ASAConfig
     from pyg_routing.training.search_predictor import RowWriter, SearchPredictor, read_rows
 
-    args = with_problem(args)
     config = ASAConfig(time_limit=args.time_limit, max_iterations=args.iterations,
                        augment=args.augment, rollouts=args.rollouts,
                        recreate_n=args.recreate)
     policy = load_destroy_policy(args)
+    args = with_problem(args, policy)          # the checkpoint, read once, names the problem
     destroy = None if policy is not None else make_destroy(args.destroy, args.remove)
     jobs = x_jobs(args) if args.benchmark else generated_jobs(args)
     setting = "X" if args.benchmark else f"{args.problem}{args.num_customers}"

@@ -144,22 +144,17 @@ def test_two_worker_processes_search_every_instance_once(tmp_path):
     assert result["devices"] == 2
 
 
-def test_problem_defaults_to_the_checkpoints(tmp_path):
+def test_problem_defaults_to_the_checkpoints():
     import argparse
-
-    import torch
+    from types import SimpleNamespace
 
     from pyg_routing.training.search import with_problem
 
-    ckpt = tmp_path / "vrptw.ckpt"
-    torch.save({"hyper_parameters": {"backbone": "nds", "problem": "vrptw"},
-                "state_dict": {}}, ckpt)
-    args = argparse.Namespace(problem=None, num_customers=500, destroy="policy",
-                              checkpoint=str(ckpt))
-    assert with_problem(args).problem == "vrptw" and args.problem is None   # not mutated
-    given = argparse.Namespace(problem="pcvrp", num_customers=500, destroy="policy",
-                               checkpoint=str(ckpt))
-    assert with_problem(given).problem == "pcvrp"              # the user's choice stands
-    plain = argparse.Namespace(problem=None, num_customers=500, destroy="sisr",
-                               checkpoint=None)
-    assert (with_problem(plain).problem, with_problem(plain).num_customers) == ("cvrp", 500)
+    policy = SimpleNamespace(problem="vrptw")                 # what the checkpoint holds
+    args = argparse.Namespace(problem=None, num_customers=500)
+    assert with_problem(args, policy).problem == "vrptw" and args.problem is None  # not mutated
+    given = argparse.Namespace(problem="pcvrp", num_customers=500)
+    assert with_problem(given, policy).problem == "pcvrp"     # the user's choice stands
+    plain = argparse.Namespace(problem=None, num_customers=500)
+    assert (with_problem(plain, None).problem, with_problem(plain, None).num_customers) == \
+        ("cvrp", 500)
