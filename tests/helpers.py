@@ -14,6 +14,10 @@ TINY = dict(num_customers=8, dim=16, heads=2, num_layers=1, pe_dim=8, num_bands=
             batch_size=4, t_train=4, n_step=2, val_steps=3, warm_up=1.0, seed=0)
 #: The tiny data module: batches per epoch and validation instances.
 TINY_DATA = dict(batches_per_epoch=2, val_size=4)
+#: The tiny NDS (paper preset: NDS's capacity table has no 10-customer entry)
+NDS_TINY = dict(num_customers=10, dim=16, heads=2, num_layers=2, pe_dim=8, num_bands=2,
+                batch_size=3, rollouts=6, remove=4, warmup_steps=2, iterations=3, val_steps=2,
+                val_rollouts=4, val_augment=2, preset="paper", seed=0)
 
 _FLAGS = {"num_layers": "--layers"}
 

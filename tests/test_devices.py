@@ -79,12 +79,13 @@ def test_n2s_and_dact_train_on_cuda_with_mixed_precision(tmp_path, precision):
     import lightning as L
 
     from pyg_routing.training import DACTLightning, N2SLightning, RoutingDataModule
+    from tests.helpers import TINY, TINY_DATA
 
     for cls in (N2SLightning, DACTLightning):
         torch.manual_seed(0)
-        model = cls(problem="pdtsp", num_customers=8, pe="ipexpe", dim=16, heads=2,
-                    num_layers=1, batch_size=4, t_train=4, n_step=2, val_steps=3, warm_up=1.0)
-        data = RoutingDataModule("pdtsp", 8, batch_size=4, batches_per_epoch=2, val_size=4)
+        model = cls(problem="pdtsp", pe="ipexpe", **TINY)
+        data = RoutingDataModule("pdtsp", TINY["num_customers"], batch_size=TINY["batch_size"],
+                                 **TINY_DATA)
         trainer = L.Trainer(max_epochs=1, accelerator="gpu", devices=1, precision=precision,
                             logger=False, enable_progress_bar=False, enable_model_summary=False,
                             enable_checkpointing=False, num_sanity_val_steps=0,
@@ -104,21 +105,20 @@ def test_every_backbone_trains_under_cpu_bf16_mixed(tmp_path, backbone):
     import lightning as L
 
     from pyg_routing.training import DACTLightning, N2SLightning, NDSLightning, RoutingDataModule
+    from tests.helpers import NDS_TINY, TINY
 
     torch.manual_seed(0)
     if backbone == "nds":
-        model = NDSLightning(problem="cvrp", num_customers=10, pe="ipexpe", dim=16, heads=2,
-                             num_layers=2, pe_dim=8, num_bands=2, batch_size=2, rollouts=4,
-                             remove=3, warmup_steps=1, iterations=2, val_steps=1,
-                             val_rollouts=2, val_augment=2, preset="paper", seed=0)
-        data = RoutingDataModule("cvrp", 10, batch_size=2, batches_per_epoch=1, val_size=2,
-                                 val_batch_size=2, seed=0, preset="paper")
+        model = NDSLightning(problem="cvrp", pe="ipexpe", **NDS_TINY)
+        data = RoutingDataModule("cvrp", NDS_TINY["num_customers"],
+                                 batch_size=NDS_TINY["batch_size"], batches_per_epoch=1,
+                                 val_size=3, val_batch_size=3, seed=0, preset="paper")
         keys = ("train/loss", "val/cost")
     else:
         cls = N2SLightning if backbone == "n2s" else DACTLightning
-        model = cls(problem="pdtsp", num_customers=8, pe="ipexpe", dim=16, heads=2,
-                    num_layers=1, batch_size=4, t_train=4, n_step=2, val_steps=3, warm_up=1.0)
-        data = RoutingDataModule("pdtsp", 8, batch_size=4, batches_per_epoch=1, val_size=4)
+        model = cls(problem="pdtsp", pe="ipexpe", **TINY)
+        data = RoutingDataModule("pdtsp", TINY["num_customers"], batch_size=TINY["batch_size"],
+                                 batches_per_epoch=1, val_size=4)
         keys = ("train/reward", "val/cost")
     trainer = L.Trainer(max_epochs=1, accelerator="cpu", precision="bf16-mixed", logger=False,
                         enable_progress_bar=False, enable_model_summary=False,

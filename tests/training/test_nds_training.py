@@ -27,12 +27,7 @@ from pyg_routing.training import (  # noqa: E402
     load_policy,
     winner_takes_all_loss,
 )
-from tests.helpers import run_cli, straight_and_resumed, tiny_argv  # noqa: E402
-
-#: a tiny NDS (paper preset: NDS's capacity table has no 10-customer entry)
-NDS_TINY = dict(num_customers=10, dim=16, heads=2, num_layers=2, pe_dim=8, num_bands=2,
-                batch_size=3, rollouts=6, remove=4, warmup_steps=2, iterations=3, val_steps=2,
-                val_rollouts=4, val_augment=2, preset="paper", seed=0)
+from tests.helpers import NDS_TINY, run_cli, straight_and_resumed, tiny_argv  # noqa: E402
 
 
 def _model(**kw):
