@@ -14,8 +14,9 @@ from _fit_timing import REPEAT, fit_runner, interleaved_rates, print_table, rl4c
 from _n2s_floor import N2SFloor
 
 from pyg_routing.data.generators import make_generator
-from pyg_routing.envs import PairReinsertionEnv, improve
+from pyg_routing.envs import PairReinsertionEnv
 from pyg_routing.models import N2SPolicy
+from pyg_routing.search import improve
 from pyg_routing.training import N2SLightning, RoutingDataModule
 
 N2S_DIM, N2S_HEADS, N2S_LAYERS = 128, 4, 3

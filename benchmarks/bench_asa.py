@@ -1,4 +1,4 @@
-"""NDS's augmented simulated annealing (``pyg_routing.envs.deconstruction``): search
+"""NDS's augmented simulated annealing (``pyg_routing.search.DestroyRepairSearch``): search
 iterations per second at N = 500 with 8 augmentations x 200 removal sets (random
 destroy, best of 5 repairs per set, so 8 000 repairs per iteration), with 1 thread
 (the baseline) and with every core, measured in the same run; plus where an
@@ -20,23 +20,21 @@ import numpy as np
 
 from pyg_routing.data.generators import make_generator
 from pyg_routing.envs.deconstruction import (
-    ASAConfig,
     ProblemArrays,
     RandomDestroy,
     SISRDestroy,
     apply_sets_sa,
-    augmented_simulated_annealing,
     start_solutions,
-    sync_slots,
 )
+from pyg_routing.search import DestroyRepairSearch, MaxIterations, MaxRuntime, sync_slots
 
 
 def iterations_per_second(arrays, instances, destroy, threads: int, seconds: float,
                           seed: int) -> tuple[float, float]:
     """``(iterations/s, start seconds)`` of one timed search with ``threads`` threads."""
     numba.set_num_threads(threads)
-    res = augmented_simulated_annealing(instances, destroy, ASAConfig(time_limit=seconds),
-                                        seed=seed, arrays=arrays)
+    res = DestroyRepairSearch().run(instances, destroy, MaxRuntime(seconds), seed=seed,
+                                    arrays=arrays)
     searching = res.seconds - res.start_seconds
     return res.iterations / searching, res.start_seconds
 
@@ -75,8 +73,7 @@ def main() -> None:
     destroys = {"random": RandomDestroy(15), "sisr": SISRDestroy(15)}
     # compile (or load) every kernel once
     for d in destroys.values():
-        augmented_simulated_annealing(instances, d, ASAConfig(time_limit=None, max_iterations=1,
-                                                              rollouts=4), arrays=arrays)
+        DestroyRepairSearch(rollouts=4).run(instances, d, MaxIterations(1), arrays=arrays)
     threads = sorted({1, cores})
     best: dict[tuple[str, int], float] = {}
     start: dict[int, float] = {}

@@ -1,6 +1,7 @@
 """The learned NDS destroy in the search and in training.
 
-1. ASA with the policy at N = 500 (8 slots x 200 sets x 5 repairs per iteration):
+1. ASA (``pyg_routing.search.DestroyRepairSearch``) with the policy at N = 500 (8 slots
+   x 200 sets x 5 repairs per iteration):
    iterations per second against the random destroy measured in the same run (the
    baseline: the same search without a network), and where an iteration's time goes
    (destroy = observation + encoder + 15 decoder steps; repair; sync).

@@ -46,9 +46,9 @@ from _fit_timing import (
 from _n2s_vs_rl4co import n2s_section, profile_n2s
 
 from pyg_routing.data.generators import make_generator
-from pyg_routing.envs import improve
 from pyg_routing.models import DACTPolicy
 from pyg_routing.models.gps_encoder import LOCAL_MPS
+from pyg_routing.search import improve
 from pyg_routing.training import DACTLightning, RoutingDataModule
 
 

@@ -14,7 +14,7 @@ import torch
 from lightning.pytorch.loggers import CSVLogger
 
 from pyg_routing.data import RoutingData, RoutingDataset, make_generator
-from pyg_routing.envs import improve
+from pyg_routing.search import improve
 from pyg_routing.training import DACTLightning, RoutingDataModule, load_policy
 
 
@@ -45,7 +45,7 @@ def main(out: str = "runs/example", epochs: int = 4, num_customers: int = 20,
                       generator=torch.Generator().manual_seed(0))
         for b, routes in enumerate(res.routes):        # every solution is feasible
             RoutingData.from_routes(test[b], routes).check()
-        results[name] = float(res.best_cost.mean())
+        results[name] = float(res.cost.mean())
     results["initial"] = float(res.initial_cost.mean())
 
     # 3. The PyVRP reference on the same instances (cached under ``out``).

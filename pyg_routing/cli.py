@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os.path as osp
@@ -220,8 +221,12 @@ RENDERERS = {"probe": render_probe,
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # With --json, stdout carries the JSON alone: whatever the command or a library
+    # prints on the way (Lightning's progress bars, tqdm, notices) goes to stderr.
+    quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
     try:
-        result = COMMANDS[args.command](args)
+        with quiet:
+            result = COMMANDS[args.command](args)
     except (RoutingError, ValueError, OSError, NotImplementedError) as exc:
         print(f"pyg-routing {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -50,8 +50,9 @@ def test_encoder_runs_on_the_device(device, pe):
 @pytest.mark.parametrize("backbone", ["n2s", "dact"])
 def test_pdtsp_search_on_the_device_matches_the_cpu(device, backbone):
     """Greedy search from the same given tours: the device's moves are the CPU's."""
-    from pyg_routing.envs import PairReinsertionEnv, TwoOptEnv, improve
+    from pyg_routing.envs import PairReinsertionEnv, TwoOptEnv
     from pyg_routing.models import DACTPolicy, N2SPolicy
+    from pyg_routing.search import improve
 
     inst = make_generator("pdtsp", 10, seed=3).sample(3)
     torch.manual_seed(0)
@@ -65,10 +66,10 @@ def test_pdtsp_search_on_the_device_matches_the_cpu(device, backbone):
     for dev in ("cpu", device):
         res = improve(inst.to(dev), policy.to(dev), steps=6, init="nearest_neighbor",
                       greedy=True, env=env)
-        assert res.best_cost.device.type == dev
+        assert res.cost.device.type == dev
         runs.append(res)
     assert runs[0].routes == runs[1].routes
-    torch.testing.assert_close(runs[1].best_cost.cpu(), runs[0].best_cost, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(runs[1].cost.cpu(), runs[0].cost, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

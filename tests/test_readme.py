@@ -18,4 +18,4 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch):
         exec(compile(block, str(README), "exec"), namespace)
     assert tuple(namespace["ds"][0].pe.shape) == (21, 72)
     assert tuple(namespace["h"].shape) == (168, 128)
-    assert namespace["result"].best_cost.shape == (4,)
+    assert namespace["result"].cost.shape == (4,)

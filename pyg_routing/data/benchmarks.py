@@ -7,9 +7,9 @@ dataset over a folder of them.
 
 A bare name (``"X-n101-k25.vrp"``, ``"X-n101-k25"``, ``"C101"``, ``"lc101"``) is
 looked up, in this order, in ``data_dir``, the folders listed in the
-``PYG_ROUTING_DATA`` environment variable (``os.pathsep``-separated), the
-instances bundled with the package, and ``shared/data`` folders in the current
-working directory or up to two levels above it. In each of these folders the
+``PYG_ROUTING_DATA`` environment variable (``os.pathsep``-separated) and the
+instances bundled with the package; nothing relative to the working directory is
+searched (a data folder is always named by the user). In each of these folders the
 sub-folders ``cvrplib/X``, ``cvrplib``, ``solomon`` and ``lilim`` are searched too.
 File parsing lives in :mod:`pyg_routing.data.benchmark_io`.
 """
@@ -62,15 +62,13 @@ def _unique(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def data_roots(data_dir: PathLike | None = None, bundled_last: bool = False) -> list[Path]:
-    """The data folders searched for bare names, in order (existing or not)."""
+def data_roots(data_dir: PathLike | None = None) -> list[Path]:
+    """The data folders searched for bare names, in order (existing or not):
+    ``data_dir``, ``$PYG_ROUTING_DATA``, the bundled files."""
     env = os.environ.get(ENV_VAR, "")
-    cwd = Path.cwd()
-    shared = [base / "shared" / "data" for base in (cwd, cwd.parent, cwd.parent.parent)]
     given = [Path(data_dir)] if data_dir is not None else []
     given += [Path(p) for p in env.split(os.pathsep) if p]
-    order = given + shared + [BUNDLED_DIR] if bundled_last else given + [BUNDLED_DIR] + shared
-    return _unique(order)
+    return _unique([*given, BUNDLED_DIR])
 
 
 def search_dirs(data_dir: PathLike | None = None) -> list[Path]:
@@ -237,8 +235,7 @@ class BenchmarkDataset(InMemoryDataset):
     Args:
         root: the folder holding the files, or a data folder with the usual
             sub-folder (``cvrplib/X``, ``solomon``, ``lilim``). ``None``: the first
-            folder holding this benchmark among ``$PYG_ROUTING_DATA``, the
-            ``shared/data`` folders near the working directory and the bundled
+            folder holding this benchmark among ``$PYG_ROUTING_DATA`` and the bundled
             instances (in that order).
         benchmark: ``"x"`` (CVRPLib X), ``"solomon"`` or ``"lilim"``.
         names: only these instances (with or without extension, any case), in
@@ -298,7 +295,7 @@ class BenchmarkDataset(InMemoryDataset):
             if root.is_dir():
                 return root
             raise UnknownInstanceError(f"benchmark folder {str(root)!r} does not exist")
-        candidates = _unique(d for r in data_roots(bundled_last=True) for d in (r / sub, r)
+        candidates = _unique(d for r in data_roots() for d in (r / sub, r)
                              if d.is_dir())
         for d in candidates:
             if _benchmark_files(d, fmt, pattern):

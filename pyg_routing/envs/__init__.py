@@ -5,16 +5,9 @@
 * :class:`TwoOptEnv` (:mod:`.two_opt`): DACT's 2-opt moves for TSP, CVRP, VRPTW, PDTSP.
 * :class:`PairReinsertionEnv` (:mod:`.pair_reinsertion`): N2S's pair removal and
   reinsertion for PDTSP.
-* :func:`improve` (:mod:`.search`): batched search with any environment, policy and
-  acceptance rule (:mod:`.acceptance`), best-so-far tracking and augmentation.
+The searches that drive them are the next seam up, :mod:`pyg_routing.search`.
 """
 
-from pyg_routing.envs.acceptance import (
-    Acceptance,
-    AlwaysAccept,
-    ImprovementOnly,
-    SimulatedAnnealing,
-)
 from pyg_routing.envs.augment import SYMMETRIES, augment_positions
 from pyg_routing.envs.base import BatchedState, ImprovementEnv, Observation
 from pyg_routing.envs.pair_reinsertion import (
@@ -22,10 +15,8 @@ from pyg_routing.envs.pair_reinsertion import (
     PairReinsertionEnv,
     PairReinsertionState,
 )
-from pyg_routing.envs.search import ImproveResult, improve
 from pyg_routing.envs.two_opt import TwoOptEnv, TwoOptState
 
-__all__ = ["SYMMETRIES", "Acceptance", "AlwaysAccept", "BatchedState", "ImproveResult",
-           "ImprovementEnv", "ImprovementOnly", "Observation", "PairObservation",
-           "PairReinsertionEnv", "PairReinsertionState", "SimulatedAnnealing",
-           "TwoOptEnv", "TwoOptState", "augment_positions", "improve"]
+__all__ = ["SYMMETRIES", "BatchedState", "ImprovementEnv", "Observation", "PairObservation",
+           "PairReinsertionEnv", "PairReinsertionState", "TwoOptEnv", "TwoOptState",
+           "augment_positions"]

@@ -9,19 +9,20 @@ learning rule:
   generator state survives a batch, so a checkpoint needs only what Lightning
   stores (weights, optimizer and scheduler) and a resume is exact;
 * the per-epoch learning-rate decay, caught up at the start of an epoch;
-* validation by search (:func:`pyg_routing.envs.improve`, greedy), logged as
-  ``val/cost``;
+* validation by the backbone's search (:meth:`validation_search`, the search seam
+  :mod:`pyg_routing.search`) for ``val_steps`` iterations, logged as ``val/cost``;
 * the architecture check when Lightning resumes a checkpoint.
 
 A learning rule subclasses it and writes ``training_step`` and
 ``configure_optimizers`` (n-step PPO: :mod:`.ppo`); a backbone names its
-configuration, environment and policy (DACT: :mod:`.dact`).
+configuration, environment, policy, search and non-learned baselines (DACT:
+:mod:`.dact`; NDS: :mod:`.nds`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import lightning as L
@@ -29,8 +30,9 @@ import torch
 from torch import Tensor
 
 from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.envs import ImprovementEnv, improve
+from pyg_routing.envs import ImprovementEnv
 from pyg_routing.models import ImprovementPolicy
+from pyg_routing.search import MaxIterations, Search, StepSearch
 from pyg_routing.training.config import TrainConfig
 
 _MOD = 2**62
@@ -45,6 +47,11 @@ class ImprovementLightning(L.LightningModule):
     """
 
     config_class: ClassVar[type[TrainConfig]] = TrainConfig
+    #: the non-learned baselines of the backbone's search, by name: the table's label
+    #: and a factory of what fills the search's policy slot (from the removal size,
+    #: where the baseline has one); ``None`` is uniformly random moves
+    baselines: ClassVar[dict[str, tuple[str, Callable[[int], Any]]]] = {
+        "random": ("Random moves", lambda remove: None)}
 
     def __init__(self, **options: Any) -> None:
         super().__init__()
@@ -67,6 +74,12 @@ class ImprovementLightning(L.LightningModule):
     def build_policy(self) -> ImprovementPolicy:
         """The backbone's policy for ``self.config`` (draws the initial weights)."""
         raise NotImplementedError
+
+    def validation_search(self) -> Search:
+        """The search of validation (default: the step search over :attr:`env`,
+        greedy unless the backbone samples, from the configuration's ``init``)."""
+        return StepSearch(self.env, init=self.config.init,
+                          greedy=self.config.greedy_validation)
 
     # ------------------------------------------------------------------ seeds
     def batch_seed(self, batch_idx: int, epoch: int | None = None) -> int:
@@ -115,14 +128,14 @@ class ImprovementLightning(L.LightningModule):
 
     # ------------------------------------------------------------------ validation
     def validation_step(self, batch: RoutingInstances, batch_idx: int) -> Tensor:
-        """Search for ``val_steps`` steps (greedy, unless the backbone samples); logs
-        ``val/cost`` (mean best cost)."""
-        gen = torch.Generator().manual_seed(self.config.seed + batch_idx)
-        res = improve(batch, self.policy, steps=self.config.val_steps,
-                      init=self.config.init, greedy=self.config.greedy_validation,
-                      generator=gen, env=self.env)
-        cost = res.best_cost.float().mean()
+        """Search for ``val_steps`` iterations (:meth:`validation_search`, seeded by
+        ``seed + batch_idx``); logs ``val/cost`` (mean best cost) and ``val/init_cost``."""
+        res = self.validation_search().run(batch, self.policy,
+                                           MaxIterations(self.config.val_steps),
+                                           seed=self.config.seed + batch_idx)
+        # the mean in the search's own dtype, logged as float32 on this device
+        cost = res.cost.mean().float().to(self.device)
         self.log("val/cost", cost, prog_bar=True, batch_size=len(batch), sync_dist=True)
-        self.log("val/init_cost", res.initial_cost.float().mean(), batch_size=len(batch),
-                 sync_dist=True)
+        self.log("val/init_cost", res.initial_cost.mean().float().to(self.device),
+                 batch_size=len(batch), sync_dist=True)
         return cost

@@ -150,7 +150,7 @@ def problem_defaults(args: argparse.Namespace, problem: str | None = None,
 
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     from pyg_routing.data.generators import make_generator
-    from pyg_routing.envs import improve
+    from pyg_routing.search import MaxIterations, StepSearch, gap_percent, instance_gap_percent
     from pyg_routing.training import backbones
 
     policy = None
@@ -184,9 +184,9 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     init = args.init or env.inits[0]
     independent = lightning.config_class.independent_starts if args.starts is None \
         else args.starts == "independent"
-    result = improve(instances, policy, steps=args.steps, init=init, augment=args.augment,
-                     generator=torch.Generator().manual_seed(args.seed), env=env,
-                     independent_starts=independent)
+    search = StepSearch(env, init=init, augment=args.augment, independent_starts=independent)
+    result = search.run(instances, policy, MaxIterations(args.steps),
+                        generator=torch.Generator().manual_seed(args.seed))
     out: dict[str, Any] = {
         "policy": args.policy if policy is None else args.checkpoint,
         "backbone": lightning.config_class.backbone,
@@ -194,10 +194,11 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": init, "starts": "independent" if independent else "shared",
         "device": device.type, "initial_cost": float(result.initial_cost.mean()),
-        "cost": float(result.best_cost.mean()), "seconds": result.seconds}
+        "cost": float(result.cost.mean()), "seconds": result.seconds}
     if args.reference != "none":
         ref_cost = reference_costs(args.problem, args.num_customers, args.instances, args.seed,
                                    args.time_limit, args.root, args.reference)
-        gap = (result.best_cost.double().cpu() - ref_cost) / ref_cost
-        out.update(reference_cost=float(ref_cost.mean()), gap_percent=float(100 * gap.mean()))
+        out.update(reference_cost=float(ref_cost.mean()),
+                   gap_percent=gap_percent(result.cost, ref_cost),
+                   instance_gap_percent=instance_gap_percent(result.cost, ref_cost))
     return out

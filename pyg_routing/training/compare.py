@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from pyg_routing import encodings
+from pyg_routing.search import gap_percent, instance_gap_percent
 from pyg_routing.training import backbones
 from pyg_routing.training.backbones import init_choices
 from pyg_routing.training.command import (
@@ -44,11 +45,7 @@ from pyg_routing.training.fit import (
     positive,
     wants_gpu,
 )
-from pyg_routing.training.nds_compare import (
-    BASELINE_DESTROYS,
-    add_nds_compare_options,
-    deconstruction_search,
-)
+from pyg_routing.training.nds_compare import add_nds_compare_options, deconstruction_search
 
 #: CSV columns, in order.
 COLUMNS = ("encoding", "method", "family", "objective", "objective_std", "gap_percent",
@@ -122,7 +119,7 @@ def _search(args: argparse.Namespace, policy: Any, reference: torch.Tensor | Non
             ) -> dict[str, Any]:
     """The common test-time search: same instances, initial solutions and steps."""
     from pyg_routing.data.generators import make_generator
-    from pyg_routing.envs import improve
+    from pyg_routing.search import MaxIterations, StepSearch
 
     device = _device(args)
     # sampled on the CPU: the same instances as the cached reference on every device
@@ -132,16 +129,16 @@ def _search(args: argparse.Namespace, policy: Any, reference: torch.Tensor | Non
         policy = policy.to(device)
     gen = torch.Generator().manual_seed(args.test_seed)
     lightning = backbones.get(args.backbone)
-    res = improve(inst, policy, steps=args.steps, init=args.init, augment=args.augment,
-                  generator=gen, env=lightning.make_env(),
-                  independent_starts=lightning.config_class.independent_starts)
-    cost = res.best_cost.double().cpu()
+    search = StepSearch(lightning.make_env(), init=args.init, augment=args.augment,
+                        independent_starts=lightning.config_class.independent_starts)
+    res = search.run(inst, policy, MaxIterations(args.steps), generator=gen)
+    cost = res.cost.double().cpu()
     row: dict[str, Any] = {"objective": float(cost.mean()),
                            "initial_objective": float(res.initial_cost.double().mean()),
                            "eval_seconds": res.seconds}
     if reference is not None:
-        row["gap_percent"] = float(100 * (cost.mean() / reference.mean() - 1))
-        row["instance_gap_percent"] = float(100 * (cost / reference - 1).mean())
+        row["gap_percent"] = gap_percent(cost, reference)
+        row["instance_gap_percent"] = instance_gap_percent(cost, reference)
     return row
 
 
@@ -196,13 +193,10 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         result["rows"].append({"encoding": "reference", "method": method,
                                "family": "Reference", "objective": float(test_ref.mean()),
                                "paper_objective": ref[0]})
-    if not args.no_random and args.backbone == "nds":
-        for destroy, method in BASELINE_DESTROYS.items():
-            result["rows"].append({"encoding": destroy, "method": method,
-                                   "family": "Baseline", **search(None, destroy)})
-    elif not args.no_random:
-        result["rows"].append({"encoding": "random", "method": "Random moves",
-                               "family": "Baseline", **search(None)})
+    if not args.no_random:
+        for baseline, (method, _) in backbones.get(args.backbone).baselines.items():
+            result["rows"].append({"encoding": baseline, "method": method,
+                                   "family": "Baseline", **search(None, baseline)})
     for name in names:
         info = encodings.info(name)
         runs, points = [], []

@@ -129,9 +129,20 @@ class TrainConfig:
     def from_options(cls, options: argparse.Namespace | dict[str, Any],
                      **given: Any) -> TrainConfig:
         """The configuration from parsed options (fields not among them keep their
-        defaults) and explicit keyword values (which win)."""
+        defaults) and explicit keyword values (which win).
+
+        Raises:
+            ValueError: an option the user gave on the command line
+                (:func:`add_config_options`) belongs to other backbones, naming the
+                option, the backbones it belongs to and this one.
+        """
         opts = vars(options) if isinstance(options, argparse.Namespace) else dict(options)
         names = {f.name for f in fields(cls)}
+        for flag, backbones in opts.get(GIVEN_OPTIONS, {}).values():
+            if cls.backbone not in backbones:
+                raise ValueError(f"{flag} is an option of the {' and '.join(backbones)} "
+                                 f"backbone{'s' if len(backbones) > 1 else ''}; the "
+                                 f"{cls.backbone} backbone has no such option")
         return cls(**{k: v for k, v in {**opts, **given}.items() if k in names})
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,6 +166,31 @@ def refuse_gps_options(config: TrainConfig, backbone: str) -> None:
                              f"(dact); the {backbone} encoder has no such setting")
 
 
+#: the namespace attribute where :func:`add_config_options`' options record that the user
+#: gave them: ``{field: (flag, backbones that have it)}``
+GIVEN_OPTIONS = "_given_config_options"
+
+
+def _on_cli(cls: type[TrainConfig], name: str) -> bool:
+    return any(f.name == name and f.metadata.get("cli") for f in fields(cls))
+
+
+class GivenOption(argparse.Action):
+    """Stores the value (converted by ``type``) and records that the option was given,
+    with the backbones it belongs to, so a backbone can refuse another's option."""
+
+    def __init__(self, *args: Any, backbones: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.backbones = backbones
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        given = dict(getattr(namespace, GIVEN_OPTIONS, {}))
+        given[self.dest] = (option_string or self.option_strings[0], self.backbones)
+        setattr(namespace, GIVEN_OPTIONS, given)
+
+
 def add_config_options(p: argparse.ArgumentParser, configs: list[type[TrainConfig]],
                        defaults: dict[str, Any] | None = None) -> None:
     """Declare the command-line fields of ``configs`` (the registered backbones'
@@ -173,8 +209,11 @@ def add_config_options(p: argparse.ArgumentParser, configs: list[type[TrainConfi
         shown = defaults[name] if name in defaults else \
             ", ".join(f"{b}: {v}" for b, v in own.items())
         kind = _option_type(f)
+        has = tuple(cfg.backbone for cfg in configs if _on_cli(cfg, name))
+        only = "" if len(has) == len(configs) else f"[{', '.join(has)}] "
         kwargs: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS,
-                                  "help": f"{f.metadata['help']} (default {shown})"}
+                                  "action": GivenOption, "backbones": has,
+                                  "help": f"{only}{f.metadata['help']} (default {shown})"}
         if f.metadata.get("choices"):
             kwargs["choices"] = f.metadata["choices"]
         if kind is not None:

@@ -20,8 +20,8 @@ Defaults are NDS's code (``configs/train/*.yaml``), which the paper's hyper-para
 appendix contradicts in two places: NDS has a constant ``lr = 1e-4`` with no warm-up
 (the appendix lists MultiStepLR milestones and a 5000-step warm-up) and validates with
 ``K = 100`` rollouts (the appendix: 200). We follow the code. Validation is NDS's: the
-augmented search (:func:`augmented_simulated_annealing`) at ``T = 0`` for ``val_steps``
-iterations with ``val_rollouts`` sets per slot over ``val_augment`` symmetries; NDS
+augmented search (:class:`~pyg_routing.search.DestroyRepairSearch`) at ``T = 0`` for
+``val_steps`` iterations with ``val_rollouts`` sets per slot over ``val_augment`` symmetries; NDS
 does not sync its validation slots, ours do (at ``T = 0`` every slot restarts from the
 instance's best: a greedy beam; the metric only ranks checkpoints of one run).
 
@@ -44,12 +44,13 @@ from torch import Tensor
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.presets import PRESETS
 from pyg_routing.envs.deconstruction import (
-    ASAConfig,
     DeconstructionEnv,
     PolicyDestroy,
-    augmented_simulated_annealing,
+    RandomDestroy,
+    SISRDestroy,
 )
 from pyg_routing.models import NDSPolicy
+from pyg_routing.search import DestroyRepairSearch, TemperatureSchedule
 from pyg_routing.training.base import ImprovementLightning
 from pyg_routing.training.config import TrainConfig, option, refuse_gps_options
 
@@ -88,19 +89,19 @@ class NDSConfig(TrainConfig):
     val_steps: int = option(50, "search iterations per validation instance", low=0)
     preset: str = option("nds", "data family of training and validation instances (nds: "
                                 "NDS's own generators)", choices=tuple(PRESETS))
-    rollouts: int = option(128, "nds: removal sets (K) sampled per solution and training "
+    rollouts: int = option(128, "removal sets (K) sampled per solution and training "
                                 "iteration, each with its own latent z", low=1)
-    remove: int = option(15, "nds: customers per removal set (k)", low=1)
-    recreate: int = option(5, "nds: greedy repairs per removal set, the best kept", low=1)
-    warmup_steps: int = option(10, "nds: improvement rounds (J) of the current policy "
+    remove: int = option(15, "customers per removal set (k)", low=1)
+    recreate: int = option(5, "greedy repairs per removal set, the best kept", low=1)
+    warmup_steps: int = option(10, "improvement rounds (J) of the current policy "
                                    "before a batch's training iterations", low=0)
-    iterations: int = option(100, "nds: training iterations (I) per batch; their "
+    iterations: int = option(100, "training iterations (I) per batch; their "
                                   "gradients are summed into one optimizer step", low=1)
-    lr: float = option(1e-4, "nds: Adam learning rate (constant)", positive=True)
-    weight_decay: float = option(1e-6, "nds: Adam weight decay", low=0.0)
-    val_rollouts: int = option(100, "nds: removal sets per slot and validation iteration",
+    lr: float = option(1e-4, "Adam learning rate (constant)", positive=True)
+    weight_decay: float = option(1e-6, "Adam weight decay", low=0.0)
+    val_rollouts: int = option(100, "removal sets per slot and validation iteration",
                                low=1)
-    val_augment: int = option(8, "nds: solution slots (symmetries) per validation "
+    val_augment: int = option(8, "solution slots (symmetries) per validation "
                                  "instance", low=1)
 
     ARCHITECTURE: ClassVar[tuple[str, ...]] = (
@@ -132,6 +133,8 @@ class NDSLightning(ImprovementLightning):
     :class:`NDSConfig`."""
 
     config_class = NDSConfig
+    baselines = {"random": ("Random destroy", lambda remove: RandomDestroy(k=remove)),
+                 "sisr": ("SISR destroy", lambda remove: SISRDestroy(c_bar=remove))}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -189,17 +192,10 @@ class NDSLightning(ImprovementLightning):
         self.log("train/cost", float(work.state.cost.mean()), prog_bar=True, batch_size=n)
         return torch.stack(losses).sum()
 
-    def validation_step(self, batch: RoutingInstances, batch_idx: int) -> Tensor:
-        """NDS's validation search (``T = 0``); logs ``val/cost`` (mean best cost)."""
+    def validation_search(self) -> DestroyRepairSearch:
+        """NDS's validation search: ``T = 0`` over ``val_augment`` slots with
+        ``val_rollouts`` sets per slot and iteration."""
         c = self.config
-        destroy = PolicyDestroy(self.policy, batch, k=c.remove)
-        cfg = ASAConfig(time_limit=None, max_iterations=max(c.val_steps, 1),
-                        augment=c.val_augment, rollouts=c.val_rollouts, recreate_n=c.recreate,
-                        t_start=0.0, t_final=0.0)
-        res = augmented_simulated_annealing(batch.to("cpu"), destroy, cfg,
-                                            seed=c.seed + batch_idx)
-        cost = torch.tensor(float(res.cost.mean()), device=self.device)
-        self.log("val/cost", cost, prog_bar=True, batch_size=len(batch), sync_dist=True)
-        self.log("val/init_cost", float(res.start_cost.mean()), batch_size=len(batch),
-                 sync_dist=True)
-        return cost
+        return DestroyRepairSearch(augment=c.val_augment, rollouts=c.val_rollouts,
+                                   recreate_n=c.recreate, schedule=TemperatureSchedule(0, 0),
+                                   remove=c.remove)

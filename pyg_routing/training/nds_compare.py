@@ -15,18 +15,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from pyg_routing.search import gap_percent, instance_gap_percent
+from pyg_routing.training.config import GivenOption
 from pyg_routing.training.fit import count, positive
-
-#: baseline rows of an NDS comparison: destroy name -> table method
-BASELINE_DESTROYS = {"random": "Random destroy", "sisr": "SISR destroy"}
 
 
 def add_nds_compare_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--search-seconds", type=positive, default=None,
-                   help="nds: wall-clock seconds of the test search per instance (default: "
+                   action=GivenOption, backbones=("nds",),
+                   help="[nds] wall-clock seconds of the test search per instance (default: "
                         "only --steps iterations)")
     p.add_argument("--search-rollouts", type=count(1), default=200,
-                   help="nds: removal sets per slot and test-search iteration (NDS: 200)")
+                   action=GivenOption, backbones=("nds",),
+                   help="[nds] removal sets per slot and test-search iteration (NDS: 200)")
 
 
 def test_instances(args: argparse.Namespace, preset: str) -> Any:
@@ -39,25 +40,21 @@ def test_instances(args: argparse.Namespace, preset: str) -> Any:
 def deconstruction_search(args: argparse.Namespace, destroy: Any, preset: str, remove: int,
                           reference: torch.Tensor | None) -> dict[str, Any]:
     """One table row: the mean best cost over the test instances of ASA with ``destroy``
-    (a trained ``NDSPolicy`` or a name of :data:`BASELINE_DESTROYS`)."""
-    from pyg_routing.envs.deconstruction import (
-        ASAConfig,
-        PolicyDestroy,
-        augmented_simulated_annealing,
-    )
-    from pyg_routing.training.search import make_destroy
+    (a trained ``NDSPolicy`` or a name of the backbone's baselines)."""
+    from pyg_routing.search import DestroyRepairSearch, budget
+    from pyg_routing.training import backbones
 
     inst = test_instances(args, preset)
-    config = ASAConfig(time_limit=args.search_seconds, max_iterations=args.steps,
-                       augment=args.augment, rollouts=args.search_rollouts)
+    search = DestroyRepairSearch(augment=args.augment, rollouts=args.search_rollouts,
+                                 remove=remove)
+    stop = budget(args.steps, args.search_seconds)
+    if isinstance(destroy, str):
+        destroy = backbones.get("nds").baselines[destroy][1](remove)
     costs, starts, seconds, iterations = [], [], 0.0, []
     for i in range(len(inst)):         # one budget per instance, as `search` does
-        one = inst[i:i + 1]
-        provider = make_destroy(destroy, remove) if isinstance(destroy, str) \
-            else PolicyDestroy(destroy, one, k=remove)
-        res = augmented_simulated_annealing(one, provider, config, seed=args.test_seed + i)
+        res = search.run(inst[i:i + 1], destroy, stop, seed=args.test_seed + i)
         costs.append(float(res.cost[0]))
-        starts.append(float(res.start_cost[0]))
+        starts.append(float(res.initial_cost[0]))
         seconds += res.seconds
         iterations.append(res.iterations)
     cost = torch.tensor(costs, dtype=torch.float64)
@@ -65,6 +62,6 @@ def deconstruction_search(args: argparse.Namespace, destroy: Any, preset: str, r
                            "initial_objective": float(np.mean(starts)),
                            "eval_seconds": seconds, "iterations": float(np.mean(iterations))}
     if reference is not None:
-        row["gap_percent"] = float(100 * (cost.mean() / reference.mean() - 1))
-        row["instance_gap_percent"] = float(100 * (cost / reference - 1).mean())
+        row["gap_percent"] = gap_percent(cost, reference)
+        row["instance_gap_percent"] = instance_gap_percent(cost, reference)
     return row

@@ -1,5 +1,5 @@
 """``pyg-routing search``: NDS's augmented simulated annealing
-(:func:`~pyg_routing.envs.deconstruction.augmented_simulated_annealing`) on generated
+(:class:`~pyg_routing.search.DestroyRepairSearch`) on generated
 instances or on CVRPLib X, with a non-learned destroy (``random``, ``sisr``) or a
 trained NDS removal policy (``policy``, from a ``train --backbone nds`` checkpoint).
 
@@ -34,6 +34,7 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError
 from pyg_routing.probes.paper_nds_values import X_AVERAGE_GAP, caption, setting_values, x_table
+from pyg_routing.search import gap_percent
 from pyg_routing.training.fit import count, positive
 
 #: the ``--destroy`` providers (``policy``: a trained NDS removal policy, ``--checkpoint``)
@@ -66,12 +67,11 @@ class SearchJob:
 
 def make_destroy(name: str, size: int) -> Any:
     """The destroy provider ``name`` removing about ``size`` customers per set."""
-    from pyg_routing.envs.deconstruction import RandomDestroy, SISRDestroy
+    from pyg_routing.training import backbones
 
-    if name == "random":
-        return RandomDestroy(k=size)
-    if name == "sisr":
-        return SISRDestroy(c_bar=size)
+    baselines = backbones.get("nds").baselines
+    if name in baselines:
+        return baselines[name][1](size)
     if name == "policy":
         raise ValueError("the policy destroy is built per instance from --checkpoint "
                          "(load_destroy_policy)")
@@ -99,7 +99,7 @@ def add_search_parser(sub: Any) -> None:
     p.add_argument("--benchmark", type=str.lower, choices=("x",), default=None,
                    help="search CVRPLib X instead of generated instances")
     p.add_argument("--data-dir", default=None, help="folder of the benchmark files "
-                   "(default: $PYG_ROUTING_DATA, ../shared/data, the bundled files)")
+                   "(default: $PYG_ROUTING_DATA, else the bundled files)")
     p.add_argument("--names", default=None,
                    help="comma-separated benchmark instances (default: all)")
     p.add_argument("--max-customers", type=count(1), default=None,
@@ -168,7 +168,7 @@ def add_reference(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
                           progress=not args.no_progress)
     for row, target in zip(rows, ref.tolist()):
         row["target"] = target
-        row["gap_percent"] = 100.0 * (row["objective"] / target - 1.0)
+        row["gap_percent"] = gap_percent(row["objective"], target)
 
 
 def x_jobs(args: argparse.Namespace) -> list[SearchJob]:
@@ -238,12 +238,12 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     import lightning as L
     from torch.utils.data import DataLoader
 
-    from pyg_routing.envs.deconstruction import ASAConfig
+    from pyg_routing.search import DestroyRepairSearch, budget
     from pyg_routing.training.search_predictor import RowWriter, SearchPredictor, read_rows
 
-    config = ASAConfig(time_limit=args.time_limit, max_iterations=args.iterations,
-                       augment=args.augment, rollouts=args.rollouts,
-                       recreate_n=args.recreate)
+    search = DestroyRepairSearch(augment=args.augment, rollouts=args.rollouts,
+                                 recreate_n=args.recreate, remove=args.remove)
+    stop = budget(args.iterations, args.time_limit)
     policy = load_destroy_policy(args)
     args = with_problem(args, policy)          # the checkpoint, read once, names the problem
     destroy = None if policy is not None else make_destroy(args.destroy, args.remove)
@@ -260,8 +260,8 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
                         enable_progress_bar=not args.no_progress,
                         callbacks=[RowWriter(out)])
     loader = DataLoader(jobs, batch_size=1, shuffle=False, collate_fn=first_item)
-    predictor = SearchPredictor(destroy, config, seed=args.seed, threads=threads,
-                                policy=policy, remove=args.remove)
+    predictor = SearchPredictor(search, stop, destroy, seed=args.seed, threads=threads,
+                                policy=policy)
     trainer.predict(predictor, dataloaders=loader, return_predictions=False)
     if trainer.world_size > 1:
         trainer.strategy.barrier()        # every worker has written its rows

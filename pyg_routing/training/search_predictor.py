@@ -13,40 +13,42 @@ import lightning as L
 from lightning.pytorch.callbacks import BasePredictionWriter
 
 from pyg_routing.data.routing_data import RoutingData
+from pyg_routing.search import gap_percent
 
 
 class SearchPredictor(L.LightningModule):
-    """Runs :func:`~pyg_routing.envs.deconstruction.augmented_simulated_annealing` with
-    ``destroy`` and ``config`` on one :class:`~pyg_routing.training.search.SearchJob`
+    """Runs a :class:`~pyg_routing.search.DestroyRepairSearch` with ``destroy`` (or
+    ``policy``) until ``stop`` on one :class:`~pyg_routing.training.search.SearchJob`
     per ``predict_step`` and returns its table row. The routes are checked
     (:meth:`RoutingData.check`) and costed on the job's ``data``.
 
     Args:
+        search: the search's settings.
+        stop: the budget of every instance (a stopping criterion).
         destroy: a :class:`~pyg_routing.envs.deconstruction.DestroyProvider`.
-        config: an :class:`~pyg_routing.envs.deconstruction.ASAConfig`.
         seed: the search of job ``i`` is seeded with ``seed + i`` (independent of the
             worker that runs it).
         threads: numba threads of this worker's repairs (``None``: numba's default).
         policy: a trained NDS policy instead of ``destroy``: a submodule (Lightning moves
             it to the worker's device), wrapped per instance in a
-            :class:`~pyg_routing.envs.deconstruction.PolicyDestroy` removing ``remove``
-            customers per set.
+            :class:`~pyg_routing.envs.deconstruction.PolicyDestroy` removing
+            ``search.remove`` customers per set.
     """
 
-    def __init__(self, destroy: Any, config: Any, seed: int = 0,
-                 threads: int | None = None, policy: Any = None, remove: int = 15) -> None:
+    def __init__(self, search: Any, stop: Any, destroy: Any = None, seed: int = 0,
+                 threads: int | None = None, policy: Any = None) -> None:
         super().__init__()
         if (destroy is None) == (policy is None):
             raise ValueError("give a destroy provider or a policy (exactly one)")
-        self.destroy, self.config, self.seed, self.threads = destroy, config, seed, threads
-        self.policy, self.remove = policy, remove
+        self.search, self.stop, self.destroy = search, stop, destroy
+        self.seed, self.threads, self.policy = seed, threads, policy
         self._warm = False
 
     @property
     def destroy_name(self) -> str:
         if self.policy is None:
             return repr(self.destroy)
-        return f"PolicyDestroy(k={self.remove}, {self.policy!r})"
+        return f"PolicyDestroy(k={self.search.remove}, {self.policy!r})"
 
     def on_predict_start(self) -> None:
         if self.threads is not None:
@@ -55,28 +57,26 @@ class SearchPredictor(L.LightningModule):
             numba.set_num_threads(max(1, min(self.threads, numba.config.NUMBA_NUM_THREADS)))
 
     def predict_step(self, job: Any, batch_idx: int = 0) -> dict[str, Any]:
-        from pyg_routing.envs.deconstruction import PolicyDestroy, augmented_simulated_annealing
+        from pyg_routing.search import MaxIterations
 
-        destroy = self.destroy
-        if self.policy is not None:
-            destroy = PolicyDestroy(self.policy, job.instances, k=self.remove)
+        destroy = self.search.destroy_of(self.destroy if self.policy is None else self.policy,
+                                         job.instances)
         if not self._warm:
             # One untimed iteration first: loading the compiled kernels and the first
             # network call would otherwise come out of the first instance's time limit.
-            warm = replace(self.config, time_limit=None, max_iterations=1, rollouts=2)
-            augmented_simulated_annealing(job.instances, destroy, warm, seed=0)
+            replace(self.search, rollouts=2).run(job.instances, destroy, MaxIterations(1),
+                                                 seed=0)
             self._warm = True
-        res = augmented_simulated_annealing(job.instances, destroy, self.config,
-                                            seed=self.seed + job.index)
+        res = self.search.run(job.instances, destroy, self.stop, seed=self.seed + job.index)
         solution = RoutingData.from_routes(job.data, res.routes[0])
         solution.check()
         cost = float(solution.cost())
         row = {"index": job.index, "instance": job.name, "customers": job.data.num_nodes - 1,
                "target": job.target, "objective": cost, "search_objective": float(res.cost[0]),
-               "start_objective": float(res.start_cost[0]), "iterations": res.iterations,
+               "start_objective": float(res.initial_cost[0]), "iterations": res.iterations,
                "seconds": res.seconds, "start_seconds": res.start_seconds,
                "accepted": res.accepted, "routes": len(res.routes[0])}
-        row["gap_percent"] = None if job.target is None else 100.0 * (cost / job.target - 1.0)
+        row["gap_percent"] = None if job.target is None else gap_percent(cost, job.target)
         return row
 
 

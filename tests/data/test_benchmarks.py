@@ -302,11 +302,13 @@ def test_data_dir_and_env_var(isolated, tmp_path, monkeypatch):
         load_instance("tiny", data_dir=isolated)
     monkeypatch.setenv(ENV_VAR, str(mine))
     assert load_instance("tiny.vrp", solution="tiny.sol").cost().item() == 5 + 5 + 6 + 2
-    # a shared/data folder next to the working directory is searched too
+    # a shared/data folder next to the working directory is NOT searched: the package
+    # reads only folders the user names (data_dir, $PYG_ROUTING_DATA) and its own files
     shared = Path.cwd().parent / "shared" / "data" / "solomon"
     shared.mkdir(parents=True)
     shutil.copy(mine / "tiny.vrp", shared / "other.vrp")
-    assert load_instance("other").num_nodes == 4
+    with pytest.raises(UnknownInstanceError):
+        load_instance("other")
 
 
 # --------------------------------------------------------------------------- dataset

@@ -7,10 +7,11 @@ import torch
 from pyg_routing.data import PDTSPGenerator, RoutingData
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.envs import PairReinsertionEnv, improve
+from pyg_routing.envs import PairReinsertionEnv
 from pyg_routing.envs.base import UnsupportedProblemError
 from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError, InvalidSolutionError
 from pyg_routing.functional.pickup_delivery import reinsertion_mask
+from pyg_routing.search import improve
 
 
 def _instances(n=10, b=6, seed=0):
@@ -153,9 +154,9 @@ def test_other_pair_layouts_are_relabelled_and_mapped_back():
     other.check()
     res = improve(other, None, steps=30, init="random", env=PairReinsertionEnv(),
                   generator=torch.Generator().manual_seed(0))
-    assert torch.allclose(_cost_of_routes(other, res.routes), res.best_cost.double(), atol=1e-5)
+    assert torch.allclose(_cost_of_routes(other, res.routes), res.cost.double(), atol=1e-5)
     nn = improve(other, None, steps=0, init="nearest_neighbor", env=PairReinsertionEnv())
-    assert torch.allclose(_cost_of_routes(other, nn.routes), nn.best_cost.double(), atol=1e-5)
+    assert torch.allclose(_cost_of_routes(other, nn.routes), nn.cost.double(), atol=1e-5)
 
 
 @pytest.mark.parametrize("independent", [False, True])
@@ -163,8 +164,8 @@ def test_search_with_augmentation_returns_checked_routes(independent):
     inst = _instances(n=10, b=4)
     res = improve(inst, None, steps=40, init="random", augment=8, env=PairReinsertionEnv(),
                   generator=torch.Generator().manual_seed(0), independent_starts=independent)
-    assert torch.allclose(_cost_of_routes(inst, res.routes), res.best_cost.double(), atol=1e-5)
-    assert (res.best_cost <= res.initial_cost + 1e-6).all()
+    assert torch.allclose(_cost_of_routes(inst, res.routes), res.cost.double(), atol=1e-5)
+    assert (res.cost <= res.initial_cost + 1e-6).all()
 
 
 def test_independent_starts_draw_a_start_per_copy():

@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from pyg_routing.data import CVRPGenerator, RoutingData, TSPGenerator
-from pyg_routing.envs import TwoOptEnv, augment_positions, improve
+from pyg_routing.envs import TwoOptEnv, augment_positions
 from pyg_routing.envs.two_opt import action_mask, observe, reset, step, to_routes
 from pyg_routing.models.dact_policy import DACTPolicy
+from pyg_routing.search import improve
 from pyg_routing.transforms import RandomWalkPE
 
 ALL_PE = ["ipexpe", "ipe", "xpe", "sin", "cycleformer", "dact_cpe", "ape", "alibi", "rpe",
@@ -17,7 +18,7 @@ def _check(inst, result):
     for i, routes in enumerate(result.routes):
         data = RoutingData.from_routes(inst[i], routes)
         data.check()
-        torch.testing.assert_close(data.cost().double(), result.best_cost[i].double(),
+        torch.testing.assert_close(data.cost().double(), result.cost[i].double(),
                                    atol=1e-5, rtol=1e-5)
 
 
@@ -50,25 +51,25 @@ def test_best_of_eight_is_no_worse_than_one_copy():
     eight = improve(inst, pol, steps=6, greedy=True, augment=8)
     torch.testing.assert_close(one.initial_cost, eight.initial_cost)
     # Copy 0 of the augmented run is the unaugmented run (greedy is deterministic).
-    assert (eight.best_cost <= one.best_cost + 1e-6).all()
+    assert (eight.cost <= one.cost + 1e-6).all()
     _check(inst, one)
     _check(inst, eight)
     rnd = improve(inst, steps=20, augment=8, generator=torch.Generator().manual_seed(0))
     _check(inst, rnd)
-    assert (rnd.best_cost <= rnd.initial_cost + 1e-6).all()
+    assert (rnd.cost <= rnd.initial_cost + 1e-6).all()
 
 
 def test_random_policy_improves_cvrp20_and_solutions_are_feasible():
     inst = CVRPGenerator(20, seed=0).sample(16)
     res = improve(inst, steps=200, generator=torch.Generator().manual_seed(0))
-    assert res.best_cost.shape == res.initial_cost.shape == (16,)
-    assert (res.best_cost <= res.initial_cost + 1e-6).all()
-    assert res.best_cost.mean() < res.initial_cost.mean()
+    assert res.cost.shape == res.initial_cost.shape == (16,)
+    assert (res.cost <= res.initial_cost + 1e-6).all()
+    assert res.cost.mean() < res.initial_cost.mean()
     assert res.seconds > 0
     _check(inst, res)
     # Same generator seed -> same result.
     again = improve(inst, steps=200, generator=torch.Generator().manual_seed(0))
-    assert torch.equal(again.best_cost, res.best_cost) and again.routes == res.routes
+    assert torch.equal(again.cost, res.cost) and again.routes == res.routes
 
 
 @pytest.mark.parametrize("pe", ALL_PE)
@@ -161,7 +162,7 @@ def test_search_path_act_makes_the_same_moves_as_forward():
     full = improve(inst, _ForwardOnly(pol), steps=15, init="random", augment=2,
                    generator=torch.Generator().manual_seed(7))
     assert fast.routes == full.routes
-    assert torch.equal(fast.best_cost, full.best_cost)
+    assert torch.equal(fast.cost, full.cost)
     obs = observe(reset(inst), pol)
     with torch.no_grad():
         assert torch.equal(pol.act(obs, generator=torch.Generator().manual_seed(3)),

@@ -9,22 +9,25 @@ import torch
 
 from pyg_routing.data import CVRPGenerator, RoutingData, TSPGenerator, make_generator
 from pyg_routing.envs import (
-    AlwaysAccept,
-    ImprovementOnly,
-    SimulatedAnnealing,
     TwoOptEnv,
-    improve,
 )
 from pyg_routing.envs.base import UnsupportedProblemError
 from pyg_routing.errors import InvalidInstanceError
 from pyg_routing.models import DACTPolicy
+from pyg_routing.search import (
+    AlwaysAccept,
+    ImprovementOnly,
+    SimulatedAnnealing,
+    TemperatureSchedule,
+    improve,
+)
 
 
 def _feasible(inst, result):
     for i, routes in enumerate(result.routes):
         data = RoutingData.from_routes(inst[i], routes)
         data.check()
-        assert math.isclose(float(data.cost()), float(result.best_cost[i]), rel_tol=1e-5)
+        assert math.isclose(float(data.cost()), float(result.cost[i]), rel_tol=1e-5)
 
 
 def test_default_acceptance_is_the_plain_search():
@@ -32,7 +35,7 @@ def test_default_acceptance_is_the_plain_search():
     a = improve(inst, steps=30, generator=torch.Generator().manual_seed(0))
     b = improve(inst, steps=30, generator=torch.Generator().manual_seed(0),
                 env=TwoOptEnv(), acceptance=AlwaysAccept())
-    assert a.routes == b.routes and torch.equal(a.best_cost, b.best_cost) and b.steps == 30
+    assert a.routes == b.routes and torch.equal(a.cost, b.cost) and b.iterations == 30
 
 
 def test_improvement_only_never_worsens_the_current_solution():
@@ -57,7 +60,7 @@ def test_improvement_only_never_worsens_the_current_solution():
 
 
 def test_simulated_annealing_schedule_and_metropolis_rule():
-    sa = SimulatedAnnealing(t0=0.1, t_final=0.001, schedule="steps")
+    sa = SimulatedAnnealing(TemperatureSchedule(0.1, 0.001))
     assert sa.temperature(0.0) == pytest.approx(0.1)
     assert sa.temperature(1.0) == pytest.approx(0.001)
     assert sa.temperature(0.5) == pytest.approx(0.01)          # geometric midpoint
@@ -68,22 +71,24 @@ def test_simulated_annealing_schedule_and_metropolis_rule():
     worse = sa(cur, cur + 0.01, 0.0, gen).double().mean()      # exp(-0.01 / 0.1)
     assert float(worse) == pytest.approx(math.exp(-0.1), abs=0.02)
     assert not sa(cur, cur + 1.0, 1.0, gen).any()              # exp(-1000) at T_f
-    for bad in (dict(t0=0.0), dict(t0=0.1, t_final=0.2), dict(t0=math.inf),
-                dict(schedule="epochs")):
-        with pytest.raises(ValueError):
-            SimulatedAnnealing(**bad)
+    for bad in ((0.0, 0.001), (0.1, 0.2), (math.inf, 0.001), (0.1, 0.0), (-1.0, -2.0)):
+        with pytest.raises(ValueError, match="t_start|t_final"):
+            TemperatureSchedule(*bad)
+    with pytest.raises(TypeError, match="TemperatureSchedule, got str"):
+        SimulatedAnnealing("epochs")
+    assert SimulatedAnnealing(TemperatureSchedule(0, 0)).temperature(0.3) == 0.0
 
 
 def test_simulated_annealing_search_over_time_and_steps():
     inst = CVRPGenerator(12, seed=3).sample(3)
     hot = improve(inst, steps=60, init="random", generator=torch.Generator().manual_seed(1),
-                  acceptance=SimulatedAnnealing(1.0, 0.01, schedule="steps"))
+                  acceptance=SimulatedAnnealing(TemperatureSchedule(1.0, 0.01)))
     _feasible(inst, hot)
-    assert (hot.best_cost <= hot.initial_cost + 1e-6).all()
+    assert (hot.cost <= hot.initial_cost + 1e-6).all()
     timed = improve(inst, steps=None, time_limit=0.5, init="random",
                     generator=torch.Generator().manual_seed(1),
-                    acceptance=SimulatedAnnealing(0.1, 0.001, schedule="time"))
-    assert timed.steps > 0 and timed.seconds >= 0.5
+                    acceptance=SimulatedAnnealing(TemperatureSchedule(0.1, 0.001)))
+    assert timed.iterations > 0 and timed.seconds >= 0.5
     _feasible(inst, timed)
 
 
@@ -92,7 +97,7 @@ def test_a_policy_search_with_annealing_and_augmentation():
     inst = TSPGenerator(10, seed=4).sample(2)
     pol = DACTPolicy.build("tsp", pe="ipexpe", dim=16, heads=2, num_layers=1, pe_dim=8)
     res = improve(inst, pol, steps=10, augment=4, acceptance=SimulatedAnnealing(
-        0.5, 0.05, schedule="steps"), generator=torch.Generator().manual_seed(0))
+        TemperatureSchedule(0.5, 0.05)), generator=torch.Generator().manual_seed(0))
     _feasible(inst, res)
     assert pol.training                                     # mode restored
 

@@ -9,12 +9,13 @@ from hypothesis import strategies as st
 from pyg_routing.data import RoutingData, make_generator
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.envs import TwoOptEnv, improve
+from pyg_routing.envs import TwoOptEnv
 from pyg_routing.envs.two_opt import action_mask, node_features, random_action, reset, step
 from pyg_routing.envs.two_opt.moves import apply_two_opt
 from pyg_routing.envs.two_opt.precedence import precedence_mask, request_counts
 from pyg_routing.models import DACTPolicy
 from pyg_routing.models.dact_policy import IN_CHANNELS
+from pyg_routing.search import improve
 
 
 def _relabelled(n: int, b: int, seed: int) -> RoutingInstances:
@@ -142,4 +143,4 @@ def test_dact_policy_searches_pdtsp_with_augmentation():
     for b in range(3):
         data = RoutingData.from_routes(inst[b], res.routes[b])
         data.check()
-        assert float(data.cost()) == pytest.approx(float(res.best_cost[b]), rel=1e-5)
+        assert float(data.cost()) == pytest.approx(float(res.cost[b]), rel=1e-5)

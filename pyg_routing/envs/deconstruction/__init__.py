@@ -12,19 +12,13 @@
   non-learned baseline).
 * :mod:`.env`: :class:`DeconstructionEnv`, NDS's training environment (start
   solutions, warm-up, ``singleImp`` rounds).
-* :mod:`.asa`: the augmented simulated annealing search,
-  :func:`augmented_simulated_annealing`.
+* NDS's augmented simulated annealing is the destroy-and-repair search of
+  :mod:`pyg_routing.search` (:class:`~pyg_routing.search.DestroyRepairSearch`).
 * :mod:`.repair_reference`, :mod:`.destroy_reference`: slow pure-Python references of
   the same rules, for tests.
 """
 
 from pyg_routing.envs.deconstruction._validate import InvalidRemovalSetError
-from pyg_routing.envs.deconstruction.asa import (
-    ASAConfig,
-    ASAResult,
-    augmented_simulated_annealing,
-    sync_slots,
-)
 from pyg_routing.envs.deconstruction.destroy import (
     DestroyProvider,
     PerArraysCache,
@@ -58,13 +52,12 @@ from pyg_routing.envs.deconstruction.start import (
 )
 from pyg_routing.envs.deconstruction.state import ToursState
 
-__all__ = ["CVRP", "PCVRP", "VRPTW", "ASAConfig", "ASAResult", "DeconstructionBatch",
-           "DeconstructionEnv", "DestroyProvider", "ImproveResult",
-           "InvalidRemovalSetError", "PerArraysCache", "ProblemArrays", "RandomDestroy",
-           "SISRDestroy", "ToursState", "apply_sets_sa", "augmented_simulated_annealing",
+__all__ = ["CVRP", "PCVRP", "VRPTW", "DeconstructionBatch", "DeconstructionEnv",
+           "DestroyProvider", "ImproveResult", "InvalidRemovalSetError", "PerArraysCache",
+           "ProblemArrays", "RandomDestroy", "SISRDestroy", "ToursState", "apply_sets_sa",
            "commit_sets", "draw_start_randomness", "draw_uniforms", "euclidean_distances",
            "evaluate_sets", "neighbour_table", "start_parameters", "start_solutions",
-           "sync_slots", "uniforms_per_set"]
+           "uniforms_per_set"]
 
 from pyg_routing.envs.deconstruction.observation import (  # noqa: E402
     NDSFeatures,

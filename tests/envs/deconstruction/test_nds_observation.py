@@ -10,20 +10,19 @@ from pyg_routing import encodings
 from pyg_routing.data import RoutingData
 from pyg_routing.envs.augment import augment_positions
 from pyg_routing.envs.deconstruction import (
-    ASAConfig,
     NDSFeatures,
     PolicyDestroy,
     ProblemArrays,
     ToursState,
     apply_sets_sa,
     augmentation_index,
-    augmented_simulated_annealing,
     observe,
     start_solutions,
     unit_square_symmetries,
 )
 from pyg_routing.errors import InvalidInstanceError
 from pyg_routing.models import NDSPolicy
+from pyg_routing.search import DestroyRepairSearch, MaxIterations
 from tests.envs.deconstruction.common import PROBLEMS, make_instances
 
 N = 14
@@ -161,11 +160,15 @@ def test_policy_destroy_is_seeded_by_the_rng_and_refuses_other_arrays():
 def test_policy_destroy_drives_the_augmented_annealing():
     inst, arrays = make_instances("vrptw", N, seed=2)
     destroy = PolicyDestroy(NDSPolicy.build("vrptw", pe="ipexpe", pe_dim=8), inst, k=5)
-    config = ASAConfig(time_limit=None, max_iterations=2, augment=8, rollouts=4)
-    result = augmented_simulated_annealing(inst, destroy, config, seed=0, arrays=arrays)
-    assert result.iterations == 2 and (result.cost <= result.start_cost + 1e-9).all()
+    search = DestroyRepairSearch(augment=8, rollouts=4)
+    result = search.run(inst, destroy, MaxIterations(2), seed=0, arrays=arrays)
+    assert result.iterations == 2 and (result.cost <= result.initial_cost + 1e-9).all()
     for b, routes in enumerate(result.routes):
         RoutingData.from_routes(inst[b], routes).check()
+    # the policy itself in the destroy slot: wrapped in PolicyDestroy(k=search.remove)
+    direct = DestroyRepairSearch(augment=8, rollouts=4, remove=5).run(
+        inst, destroy.policy, MaxIterations(2), seed=0, arrays=arrays)
+    assert direct.routes == result.routes and torch.equal(direct.cost, result.cost)
 
 
 @pytest.mark.parametrize("problem", PROBLEMS)

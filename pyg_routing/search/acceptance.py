@@ -2,28 +2,26 @@
 
 A rule is called once per search step with the current and the candidate costs
 (``[B]`` each) and the search's progress in ``[0, 1]`` (steps or wall-clock time
-used), and answers ``[B]`` bool: True keeps the candidate. :func:`improve` undoes
+used), and answers ``[B]`` bool: True keeps the candidate. The step search undoes
 the others (:meth:`ImprovementEnv.accept`); the best-so-far solution is tracked
 either way.
 
 * :class:`AlwaysAccept`: DACT and N2S (every move is kept; best-so-far tracking
   makes the search an exploration).
 * :class:`ImprovementOnly`: keep moves that do not worsen the current solution.
-* :class:`SimulatedAnnealing`: Metropolis acceptance with an exponential
-  temperature schedule over the steps or the wall-clock time (NDS).
+* :class:`SimulatedAnnealing`: Metropolis acceptance with the shared exponential
+  temperature schedule over the budget's progress (NDS).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 from torch import Tensor
 
-#: What the progress of :class:`SimulatedAnnealing`'s schedule is measured in.
-SCHEDULES = ("steps", "time")
+from pyg_routing.search.schedule import TemperatureSchedule
 
 
 class Acceptance(Protocol):
@@ -55,34 +53,25 @@ class ImprovementOnly:
 @dataclass(frozen=True)
 class SimulatedAnnealing:
     """Metropolis acceptance: an improving move is always kept, a worsening one by
-    ``Δ`` with probability ``exp(-Δ / T)``; the temperature falls exponentially
-    from ``t0`` to ``t_final``, ``T(p) = t_final (t0 / t_final)^(1 - p)`` over the
-    progress ``p`` (NDS: ``t0 = 0.1``, ``t_final = 0.001`` over wall-clock time, in
-    the units of the cost).
+    ``Δ`` with probability ``exp(-Δ / T)``, ``T = schedule(progress)`` (the shared
+    :class:`~pyg_routing.search.schedule.TemperatureSchedule`; progress is the stopping
+    criterion's fraction of the budget used: steps, or wall-clock time).
 
     Args:
-        t0: starting temperature (> 0).
-        t_final: final temperature (``0 < t_final <= t0``).
-        schedule: ``"steps"`` (progress = steps taken / steps) or ``"time"``
-            (seconds used / ``time_limit`` of :func:`improve`, which then needs one).
+        schedule: the temperatures (default NDS's ``0.1 -> 0.001``); a schedule of
+            zeros keeps improvements only.
     """
 
-    t0: float = 0.1
-    t_final: float = 0.001
-    schedule: str = "time"
+    schedule: TemperatureSchedule = TemperatureSchedule()
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.t0) and math.isfinite(self.t_final)
-                and 0 < self.t_final <= self.t0):
-            raise ValueError(f"SimulatedAnnealing needs 0 < t_final <= t0 (finite), got "
-                             f"t0={self.t0!r}, t_final={self.t_final!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}; choose from {SCHEDULES}")
+        if not isinstance(self.schedule, TemperatureSchedule):
+            raise TypeError(f"SimulatedAnnealing's schedule must be a TemperatureSchedule, "
+                            f"got {type(self.schedule).__name__}")
 
     def temperature(self, progress: float) -> float:
         """``T`` at ``progress`` in ``[0, 1]`` (clamped)."""
-        p = min(max(float(progress), 0.0), 1.0)
-        return self.t_final * (self.t0 / self.t_final) ** (1.0 - p)
+        return self.schedule(progress)
 
     def __call__(self, current: Tensor, candidate: Tensor, progress: float,
                  generator: torch.Generator | None = None) -> Tensor:
