@@ -30,6 +30,12 @@ def register(lightning: type[ImprovementLightning]) -> type[ImprovementLightning
     return lightning
 
 
+def unregister(name: str) -> None:
+    """Remove the backbone ``name`` (e.g. one a test registered)."""
+    get(name)
+    del _BACKBONES[name]
+
+
 register(DACTLightning)
 register(N2SLightning)
 register(NDSLightning)

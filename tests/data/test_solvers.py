@@ -193,6 +193,24 @@ def test_parallel_preserves_order() -> None:
         assert float(a.cost()) == pytest.approx(float(b.cost()), rel=1e-6)
 
 
+def test_a_small_job_solves_in_this_process_unless_workers_are_asked(monkeypatch) -> None:
+    import pyg_routing.data.solvers.parallel as parallel
+
+    class NoPool:
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("a process pool was started")
+
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", NoPool)
+    data = _instances("cvrp", 8, 3, seed=4).to_data_list()
+    # 3 x 0.1 s <= INLINE_SECONDS: no worker re-imports the caller's script
+    out = solve_instances(data, time_limit=0.1, progress=False)
+    assert all(sol.has_solution for sol in out)
+    with pytest.raises(AssertionError, match="process pool was started"):
+        solve_instances(data, time_limit=0.1, num_workers=2, progress=False)
+    with pytest.raises(AssertionError, match="process pool was started"):
+        solve_instances(data, time_limit=parallel.INLINE_SECONDS, progress=False)
+
+
 @pytest.mark.parametrize("solver", ["nearest_neighbor", "sweep", "insertion"])
 def test_parallel_constructive_batches_like_the_heuristic(solver: str) -> None:
     problem = {"nearest_neighbor": "vrptw", "sweep": "cvrp", "insertion": "pdtsp"}[solver]

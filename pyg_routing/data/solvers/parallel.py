@@ -37,6 +37,10 @@ CONSTRUCTIVE_SOLVERS = {
     "sweep": sweep,
     "insertion": cheapest_insertion,
 }
+#: With ``num_workers=None``, a search job of at most this many solver-seconds runs in
+#: this process: a spawned worker imports torch and PyG first (seconds each), and a
+#: script without an ``if __name__ == "__main__":`` guard then works as written.
+INLINE_SECONDS = 5.0
 #: Every solver name :func:`solve_instances` accepts ("auto" picks one per instance).
 SOLVERS: dict[str, Callable | None] = {"auto": None, **SEARCH_SOLVERS, **CONSTRUCTIVE_SOLVERS}
 
@@ -108,8 +112,9 @@ def solve_instances(instances: Sequence[RoutingData], solver: str = "auto",
         time_limit: seconds per instance (search solvers).
         seed: search seed, the same for every instance (so a result does not
             depend on the instance's position in the list).
-        num_workers: processes (default ``os.cpu_count()``); ``1`` solves in this
-            process.
+        num_workers: processes (default: ``os.cpu_count()``, or this process alone
+            when the job is at most :data:`INLINE_SECONDS` of solver time); ``1``
+            solves in this process.
         progress: show a tqdm progress bar.
         mp_context: multiprocessing start method; ``"spawn"`` is safe with torch's
             thread pools (``"fork"`` starts faster but can deadlock after torch
@@ -133,7 +138,11 @@ def solve_instances(instances: Sequence[RoutingData], solver: str = "auto",
         if solver in CONSTRUCTIVE_SOLVERS:
             _solve_constructive(instances, solver, results, bar)
             return results  # type: ignore[return-value]
-        workers = (os.cpu_count() or 1) if num_workers is None else int(num_workers)
+        if num_workers is None:
+            small = len(instances) * time_limit <= INLINE_SECONDS
+            workers = 1 if small else (os.cpu_count() or 1)
+        else:
+            workers = int(num_workers)
         workers = max(1, min(workers, len(instances)))
         if workers == 1:
             for i, d in enumerate(instances):
