@@ -62,3 +62,19 @@ def test_the_package_reads_no_development_workspace(tmp_path, monkeypatch):
     roots = data_roots()
     assert len(roots) == 1 and roots[0].name == "bundled"
     assert data_roots(tmp_path)[0] == tmp_path
+
+
+def test_evaluate_runs_every_backbones_baselines(tmp_path, capsys):
+    code = main(["evaluate", "--backbone", "nds", "--policy", "sisr", "--num-customers", "12",
+                 "--instances", "2", "--steps", "2", "--augment", "2", "--rollouts", "4",
+                 "--reference", "none", "--no-progress", "--out", str(tmp_path), "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert code == 0 and res["backbone"] == "nds" and len(res["rows"]) == 2
+    assert all(r["iterations"] == 2 and r["objective"] <= r["start_objective"] + 1e-6
+               for r in res["rows"])
+    code = main(["evaluate", "--policy", "sisr", "--reference", "none"])   # dact: none
+    assert code == 2 and "--policy sisr is not a baseline of the dact backbone" in \
+        capsys.readouterr().err
+    code = main(["evaluate", "--policy", "random", "--benchmark", "x", "--problem", "cvrp"])
+    assert code == 2 and "--problem, --num-customers and --exact do not apply" in \
+        capsys.readouterr().err

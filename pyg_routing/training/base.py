@@ -52,6 +52,11 @@ class ImprovementLightning(L.LightningModule):
     #: where the baseline has one); ``None`` is uniformly random moves
     baselines: ClassVar[dict[str, tuple[str, Callable[[int], Any]]]] = {
         "random": ("Random moves", lambda remove: None)}
+    #: the options of the test search (``evaluate``) this backbone takes
+    search_options: ClassVar[tuple[str, ...]] = ("init", "starts", "compile")
+    #: whether the test search gives every instance its own budget (NDS's time limit
+    #: per instance) instead of searching a batch of instances together
+    budget_per_instance: ClassVar[bool] = False
 
     def __init__(self, **options: Any) -> None:
         super().__init__()
@@ -74,6 +79,25 @@ class ImprovementLightning(L.LightningModule):
     def build_policy(self) -> ImprovementPolicy:
         """The backbone's policy for ``self.config`` (draws the initial weights)."""
         raise NotImplementedError
+
+    @classmethod
+    def test_search(cls, config: TrainConfig, augment: int, options: dict[str, Any]
+                    ) -> Search:
+        """The search of ``evaluate`` and ``compare`` (default: the step search over
+        :meth:`make_env` from ``options["init"]`` (default: the environment's first
+        rule) with ``augment`` copies, each from its own start when ``options["starts"]``
+        (default: the configuration's) is ``"independent"``)."""
+        env = cls.make_env()
+        starts = options.get("starts")
+        independent = config.independent_starts if starts is None else starts == "independent"
+        return StepSearch(env, init=options.get("init") or env.inits[0], augment=augment,
+                          independent_starts=independent)
+
+    @classmethod
+    def search_settings(cls, search: Search) -> dict[str, Any]:
+        """What a result table says of the test search."""
+        return {"init": search.init,
+                "starts": "independent" if search.independent_starts else "shared"}
 
     def validation_search(self) -> Search:
         """The search of validation (default: the step search over :attr:`env`,

@@ -135,6 +135,8 @@ class NDSLightning(ImprovementLightning):
     config_class = NDSConfig
     baselines = {"random": ("Random destroy", lambda remove: RandomDestroy(k=remove)),
                  "sisr": ("SISR destroy", lambda remove: SISRDestroy(c_bar=remove))}
+    search_options = ("rollouts", "recreate", "remove", "threads")
+    budget_per_instance = True
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -191,6 +193,21 @@ class NDSLightning(ImprovementLightning):
         self.log("train/warm_cost", float(warm_cost), batch_size=n)
         self.log("train/cost", float(work.state.cost.mean()), prog_bar=True, batch_size=n)
         return torch.stack(losses).sum()
+
+    @classmethod
+    def test_search(cls, config: NDSConfig, augment: int, options: dict[str, Any]
+                    ) -> DestroyRepairSearch:
+        """NDS's augmented simulated annealing (``options``: ``rollouts``, ``recreate``,
+        ``remove``; defaults NDS's test settings, 200 x 5 and the configuration's
+        removal size)."""
+        return DestroyRepairSearch(augment=augment, rollouts=options.get("rollouts") or 200,
+                                   recreate_n=options.get("recreate") or config.recreate,
+                                   remove=options.get("remove") or config.remove)
+
+    @classmethod
+    def search_settings(cls, search: DestroyRepairSearch) -> dict[str, Any]:
+        return {"rollouts": search.rollouts, "recreate": search.recreate_n,
+                "remove": search.remove}
 
     def validation_search(self) -> DestroyRepairSearch:
         """NDS's validation search: ``T = 0`` over ``val_augment`` slots with

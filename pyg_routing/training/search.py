@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +30,11 @@ import torch
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.presets import PRESETS
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError
 from pyg_routing.probes.paper_nds_values import X_AVERAGE_GAP, caption, setting_values, x_table
 from pyg_routing.search import gap_percent
 from pyg_routing.training.fit import count, positive
+from pyg_routing.training.search_predictor import SearchJob
 
 #: the ``--destroy`` providers (``policy``: a trained NDS removal policy, ``--checkpoint``)
 DESTROYS = ("random", "sisr", "policy")
@@ -43,26 +42,6 @@ DESTROYS = ("random", "sisr", "policy")
 SEARCH_PROBLEMS = ("cvrp", "vrptw", "pcvrp")
 #: CVRPLib X lies on a 0..1000 grid; NDS's temperatures assume the unit square
 X_SCALE = 1000.0
-
-
-@dataclass
-class SearchJob:
-    """One instance to search.
-
-    Attributes:
-        index: position in the run (seeds the search: ``--seed + index``).
-        name: instance name for the table.
-        instances: the instance as a batch of one, in the search's scale.
-        data: what the routes are costed and checked on (X: original coordinates with
-            CVRPLib's rounding).
-        target: the reference cost or BKS of the gap (``None``: no gap).
-    """
-
-    index: int
-    name: str
-    instances: RoutingInstances
-    data: RoutingData
-    target: float | None = None
 
 
 def make_destroy(name: str, size: int) -> Any:
@@ -133,12 +112,6 @@ def add_search_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
-def first_item(batch: list[SearchJob]) -> SearchJob:
-    """The loader's collate: one job per step (a module-level function, so spawned
-    workers can unpickle it)."""
-    return batch[0]
-
-
 def generated_jobs(args: argparse.Namespace) -> list[SearchJob]:
     """``--instances`` instances of ``--problem``/``--preset`` (seed ``--seed``)."""
     from pyg_routing.data.generators import make_generator
@@ -148,8 +121,8 @@ def generated_jobs(args: argparse.Namespace) -> list[SearchJob]:
     gen = make_generator(args.problem, args.num_customers, seed=args.seed, preset=args.preset,
                          **_generator_kwargs(args))
     inst = gen.sample(args.instances)
-    return [SearchJob(i, f"{args.problem}{args.num_customers}-{i}", inst[i:i + 1], inst[i])
-            for i in range(args.instances)]
+    return [SearchJob(i, i, [f"{args.problem}{args.num_customers}-{i}"], inst[i:i + 1],
+                      [inst[i]], [None]) for i in range(args.instances)]
 
 
 def _generator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -190,7 +163,7 @@ def x_jobs(args: argparse.Namespace) -> list[SearchJob]:
         pos = (data.raw_pos / X_SCALE).to(torch.get_default_dtype())
         inst = RoutingInstances(Problem.CVRP, pos.unsqueeze(0), demand=data.demand.unsqueeze(0),
                                 capacity=data.capacity.reshape(1))
-        jobs.append(SearchJob(len(jobs), name, inst, data, ds.bks[name]))
+        jobs.append(SearchJob(len(jobs), len(jobs), [name], inst, [data], [ds.bks[name]]))
     if not jobs:
         raise ValueError(f"no X instance with at most {args.max_customers} customers")
     return jobs
@@ -231,47 +204,36 @@ def with_problem(args: argparse.Namespace, policy: Any) -> argparse.Namespace:
 
 
 def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
-    """Search every job (Lightning ``predict``, strategy DDP over ``--devices`` x
-    ``--num-nodes`` workers); returns the table as a dict on rank 0 (``None`` on the
-    other ranks). The references of generated instances are solved afterwards, on
-    rank 0 only, so workers never build one cache twice."""
-    import lightning as L
-    from torch.utils.data import DataLoader
-
+    """Search every instance (Lightning ``predict``, strategy DDP over ``--devices`` x
+    ``--num-nodes`` workers, :func:`~pyg_routing.training.search_predictor.run_jobs`);
+    returns the table as a dict on rank 0 (``None`` on the other ranks). The references
+    of generated instances are solved afterwards, on rank 0 only, so workers never
+    build one cache twice."""
     from pyg_routing.search import DestroyRepairSearch, budget
-    from pyg_routing.training.search_predictor import RowWriter, SearchPredictor, read_rows
+    from pyg_routing.training.search_predictor import SearchPredictor, run_jobs
 
     search = DestroyRepairSearch(augment=args.augment, rollouts=args.rollouts,
                                  recreate_n=args.recreate, remove=args.remove)
     stop = budget(args.iterations, args.time_limit)
     policy = load_destroy_policy(args)
     args = with_problem(args, policy)          # the checkpoint, read once, names the problem
-    destroy = None if policy is not None else make_destroy(args.destroy, args.remove)
+    searcher = policy if policy is not None else make_destroy(args.destroy, args.remove)
     jobs = x_jobs(args) if args.benchmark else generated_jobs(args)
     setting = "X" if args.benchmark else f"{args.problem}{args.num_customers}"
     out = Path(args.out or f"runs/search_{setting.lower()}_{args.destroy}")
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("rows_rank*.json"):
-        old.unlink()
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.devices)
     accelerator = "cpu" if policy is None else args.accelerator
-    trainer = L.Trainer(accelerator=accelerator, devices=args.devices, num_nodes=args.num_nodes,
-                        logger=False, enable_checkpointing=False, enable_model_summary=False,
-                        enable_progress_bar=not args.no_progress,
-                        callbacks=[RowWriter(out)])
-    loader = DataLoader(jobs, batch_size=1, shuffle=False, collate_fn=first_item)
-    predictor = SearchPredictor(search, stop, destroy, seed=args.seed, threads=threads,
-                                policy=policy)
-    trainer.predict(predictor, dataloaders=loader, return_predictions=False)
-    if trainer.world_size > 1:
-        trainer.strategy.barrier()        # every worker has written its rows
-    if trainer.global_rank != 0:
-        return None                       # rank 0 (on a shared file system) reports
-    rows = read_rows(out, len(jobs))
+    predictor = SearchPredictor(search, stop, searcher, seed=args.seed, threads=threads)
+    done = run_jobs(jobs, predictor, out, accelerator=accelerator, devices=args.devices,
+                    num_nodes=args.num_nodes, progress=not args.no_progress)
+    if done is None:
+        return None
+    rows = [row for job in done for row in job["rows"]]
     if not args.benchmark and args.reference != "none":
         add_reference(args, rows)
     add_paper_values(args, rows)
-    result = {"setting": setting, "destroy": predictor.destroy_name,
+    destroy = repr(searcher) if policy is None else f"PolicyDestroy(k={args.remove}, {policy!r})"
+    result = {"setting": setting, "destroy": destroy,
               "checkpoint": args.checkpoint, "time_limit": args.time_limit,
               "iterations_cap": args.iterations, "augment": args.augment,
               "rollouts": args.rollouts, "recreate": args.recreate, "seed": args.seed,

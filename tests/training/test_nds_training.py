@@ -183,9 +183,23 @@ def test_policy_search_errors_are_clear(nds_checkpoint, tmp_path, capsys):
     code, _, err = run_cli(capsys, "search", "--destroy", "sisr", "--checkpoint",
                         nds_checkpoint, "--num-customers", "12")
     assert code == 2 and "--destroy sisr takes none" in err
-    code, _, err = run_cli(capsys, "evaluate", "--checkpoint", nds_checkpoint, "--problem",
-                        "cvrp", "--num-customers", "10", "--reference", "none")
-    assert code == 2 and "search --destroy policy" in err
+    # evaluate is every backbone's test command: an NDS checkpoint runs its
+    # destroy-and-repair search, one budget per instance, with NDS's own options only
+    code, out, err = run_cli(capsys, "evaluate", "--checkpoint", nds_checkpoint,
+                             "--instances", "2", "--steps", "2", "--augment", "2",
+                             "--rollouts", "4", "--reference", "none", "--no-progress",
+                             "--out", str(tmp_path / "eval"), "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["backbone"] == "nds" and res["rollouts"] == 4 and len(res["rows"]) == 2
+    assert all(r["iterations"] == 2 for r in res["rows"])
+    assert res["cost"] <= res["initial_cost"] + 1e-9
+    code, _, err = run_cli(capsys, "evaluate", "--checkpoint", nds_checkpoint, "--init",
+                           "random", "--reference", "none")
+    assert code == 2 and "--init is an option of the dact and n2s backbones" in err
+    code, _, err = run_cli(capsys, "evaluate", "--checkpoint", nds_checkpoint, "--backbone",
+                           "dact", "--reference", "none")
+    assert code == 2 and "conflicts with checkpoint" in err
     out = tmp_path / "dact"
     assert main(["train", "--backbone", "dact", "--problem", "cvrp", "--out", str(out),
                  *tiny_argv(epochs=1)]) == 0
