@@ -29,11 +29,11 @@ from typing import Any
 import torch
 
 from pyg_routing.data.generators import PROBLEMS
-from pyg_routing.data.presets import PRESETS
 from pyg_routing.training import backbones
 from pyg_routing.training.command import add_reference_option, problem_defaults, reference_costs
 from pyg_routing.training.config import GIVEN_OPTIONS, GivenOption
 from pyg_routing.training.fit import count, positive
+from pyg_routing.training.search import add_instance_options
 
 #: the test-search options, each declared for the backbones that list it
 SEARCH_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -80,19 +80,7 @@ def add_evaluate_parser(sub: Any) -> None:
     p.add_argument("--num-customers", type=count(1), default=None,
                    help="customers (default: the checkpoint's; 20 without one)")
     p.add_argument("--instances", type=count(1), default=256, help="generated instances")
-    p.add_argument("--seed", type=count(0), default=1234,
-                   help="seed of the generated instances and of the search")
-    p.add_argument("--preset", choices=tuple(PRESETS), default="paper",
-                   help="data family of the generated instances (nds: NDS's test data)")
-    p.add_argument("--exact", action="store_true",
-                   help="nds presets: NDS's own test instances (its random streams)")
-    p.add_argument("--benchmark", type=str.lower, choices=("x",), default=None,
-                   help="search CVRPLib X instead of generated instances")
-    p.add_argument("--data-dir", default=None, help="folder of the benchmark files "
-                   "(default: $PYG_ROUTING_DATA, else the bundled files)")
-    p.add_argument("--names", default=None, help="comma-separated benchmark instances")
-    p.add_argument("--max-customers", type=count(1), default=None,
-                   help="benchmark instances with at most this many customers")
+    add_instance_options(p)
     p.add_argument("--steps", type=count(0), default=1000, help="search iterations (cap)")
     p.add_argument("--search-seconds", type=positive, default=None,
                    help="wall-clock seconds per job (a batch, or an instance), start "

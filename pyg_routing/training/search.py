@@ -57,19 +57,9 @@ def make_destroy(name: str, size: int) -> Any:
     raise ValueError(f"unknown destroy {name!r}; choose from {', '.join(DESTROYS)}")
 
 
-def add_search_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "search", help="NDS's augmented simulated annealing on instances or CVRPLib X",
-        description="Destroy-and-repair search (NDS): removal sets from --destroy, greedy "
-                    "repair, simulated annealing over 8 augmentations, per instance for "
-                    "--time-limit seconds; writes a per-instance table (CSV, Markdown, "
-                    "JSON) with the gap to a reference or the best-known values.")
-    p.add_argument("--problem", choices=SEARCH_PROBLEMS, default=None,
-                   help="generated instances' problem (default: the --checkpoint's, else "
-                        "cvrp)")
-    p.add_argument("--num-customers", type=count(2), default=500)
-    p.add_argument("--instances", type=count(1), default=16, help="generated instances")
-    p.add_argument("--seed", type=int, default=1234,
+def add_instance_options(p: argparse.ArgumentParser) -> None:
+    """The seed, data family and benchmark options of ``search`` and ``evaluate``."""
+    p.add_argument("--seed", type=count(0), default=1234,
                    help="seed of the generated instances and of the search")
     p.add_argument("--preset", choices=tuple(PRESETS), default="paper",
                    help="data family of the generated instances (nds: NDS's test data)")
@@ -83,6 +73,21 @@ def add_search_parser(sub: Any) -> None:
                    help="comma-separated benchmark instances (default: all)")
     p.add_argument("--max-customers", type=count(1), default=None,
                    help="benchmark instances with at most this many customers")
+
+
+def add_search_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "search", help="NDS's augmented simulated annealing on instances or CVRPLib X",
+        description="Destroy-and-repair search (NDS): removal sets from --destroy, greedy "
+                    "repair, simulated annealing over 8 augmentations, per instance for "
+                    "--time-limit seconds; writes a per-instance table (CSV, Markdown, "
+                    "JSON) with the gap to a reference or the best-known values.")
+    p.add_argument("--problem", choices=SEARCH_PROBLEMS, default=None,
+                   help="generated instances' problem (default: the --checkpoint's, else "
+                        "cvrp)")
+    p.add_argument("--num-customers", type=count(2), default=500)
+    p.add_argument("--instances", type=count(1), default=16, help="generated instances")
+    add_instance_options(p)
     p.add_argument("--destroy", choices=DESTROYS, default="sisr",
                    help="removal sets: random, sisr or policy (a trained NDS policy)")
     p.add_argument("--checkpoint", default=None,
