@@ -68,7 +68,8 @@ def run(*argv: str) -> dict[str, Any]:
 def step_backbone(name: str, root: Path) -> dict[str, Any]:
     trained = run("train", "--backbone", name, *TRAIN[name], *COMMON, "--out", str(root))
     ckpt = trained["checkpoint"]
-    searched = run("evaluate", "--checkpoint", str(ckpt), "--seed", "1234", *EVALUATE)
+    searched = run("evaluate", "--checkpoint", str(ckpt), "--seed", "1234", *EVALUATE,
+                   "--out", str(root / f"eval_{name}"))
     return {"val_cost": trained.get("best_val_cost"), "train": trained["metrics"],
             "search_initial": searched["initial_cost"], "search_cost": searched["cost"]}
 

@@ -69,6 +69,9 @@ class StepSearch:
     acceptance: Acceptance | None = None
     independent_starts: bool = False
 
+    def __post_init__(self) -> None:
+        check_augment(self.augment)         # refused when built, before any search
+
     def run(self, instances: RoutingInstances, policy: nn.Module | None,
             stop: StoppingCriterion, seed: int | None = None, *,
             generator: torch.Generator | None = None) -> SearchResult:

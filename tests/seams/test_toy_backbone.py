@@ -77,7 +77,7 @@ def test_a_registered_fourth_backbone_trains_and_evaluates_through_the_cli(
     assert code == 0 and trained["epochs"] == 1 and trained["best_val_cost"] is not None
     code = main(["evaluate", "--checkpoint", trained["checkpoint"], "--instances", "4",
                  "--steps", "10", "--augment", "2", "--reference", "none", "--device", "cpu",
-                 "--json"])
+                 "--out", str(tmp_path / "eval"), "--json"])
     searched = json.loads(capsys.readouterr().out)
     assert code == 0 and searched["backbone"] == "relocate" and searched["problem"] == "tsp"
     assert searched["cost"] <= searched["initial_cost"] + 1e-6

@@ -35,7 +35,7 @@ def test_train_writes_a_checkpoint_and_finite_metrics(checkpoint):
 @pytest.mark.slow
 def test_evaluate_a_checkpoint_and_the_random_baseline(checkpoint, tmp_path, capsys):
     common = ["--problem", "cvrp", "--num-customers", "8", "--instances", "3", "--steps", "6",
-              "--augment", "2", "--json"]
+              "--augment", "2", "--out", str(tmp_path / "eval"), "--json"]
     code, out, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--reference", "pyvrp",
                          "--time-limit", "0.1", "--root", str(tmp_path), *common)
     assert code == 0, err

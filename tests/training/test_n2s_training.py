@@ -100,7 +100,8 @@ def test_train_and_evaluate_with_augmented_independent_starts(n2s_checkpoint, tm
     code, out, err = run_cli(capsys, "evaluate", "--checkpoint", n2s_checkpoint,
                           "--instances", "3", "--steps", "6", "--augment", "8",
                           "--reference", "ortools", "--time-limit", "0.2",
-                          "--root", str(tmp_path), "--json")
+                          "--root", str(tmp_path), "--out", str(tmp_path / "eval"),
+                          "--json")
     assert code == 0, err
     res = json.loads(out)
     assert (res["problem"], res["num_customers"]) == ("pdtsp", 8)
