@@ -61,8 +61,7 @@ def run(*argv: str) -> dict[str, Any]:
         code = cli(list(argv))
     if code != 0:
         raise SystemExit(f"pyg-routing {' '.join(argv)} exited {code}")
-    text = out.getvalue()
-    return json.loads(text[text.index("{"):])      # tolerate a progress line before
+    return json.loads(out.getvalue())              # --json: stdout holds the JSON alone
 
 
 def step_backbone(name: str, root: Path) -> dict[str, Any]:

@@ -138,11 +138,7 @@ class TrainConfig:
         """
         opts = vars(options) if isinstance(options, argparse.Namespace) else dict(options)
         names = {f.name for f in fields(cls)}
-        for flag, backbones in opts.get(GIVEN_OPTIONS, {}).values():
-            if cls.backbone not in backbones:
-                raise ValueError(f"{flag} is an option of the {' and '.join(backbones)} "
-                                 f"backbone{'s' if len(backbones) > 1 else ''}; the "
-                                 f"{cls.backbone} backbone has no such option")
+        refuse_foreign_options(opts, cls.backbone)
         return cls(**{k: v for k, v in {**opts, **given}.items() if k in names})
 
     def to_dict(self) -> dict[str, Any]:
@@ -169,6 +165,18 @@ def refuse_gps_options(config: TrainConfig, backbone: str) -> None:
 #: the namespace attribute where :func:`add_config_options`' options record that the user
 #: gave them: ``{field: (flag, backbones that have it)}``
 GIVEN_OPTIONS = "_given_config_options"
+
+
+def refuse_foreign_options(options: argparse.Namespace | dict[str, Any],
+                           backbone: str) -> None:
+    """``ValueError`` naming the first option the user gave (a :class:`GivenOption`) that
+    belongs to other backbones than ``backbone``."""
+    opts = vars(options) if isinstance(options, argparse.Namespace) else options
+    for flag, owners in opts.get(GIVEN_OPTIONS, {}).values():
+        if backbone not in owners:
+            raise ValueError(f"{flag} is an option of the {' and '.join(owners)} backbone"
+                             f"{'s' if len(owners) > 1 else ''}; the {backbone} backbone "
+                             f"has no such option")
 
 
 def _on_cli(cls: type[TrainConfig], name: str) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +29,16 @@ import torch
 
 from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.training import backbones
-from pyg_routing.training.command import add_reference_option, problem_defaults, reference_costs
-from pyg_routing.training.config import GIVEN_OPTIONS, GivenOption
+from pyg_routing.training.command import add_reference_option, problem_defaults
+from pyg_routing.training.config import GivenOption, refuse_foreign_options
 from pyg_routing.training.fit import count, positive
-from pyg_routing.training.search import add_instance_options
+from pyg_routing.training.search import (
+    add_instance_options,
+    add_reference,
+    generated_jobs,
+    search_jobs,
+    x_jobs,
+)
 
 #: the test-search options, each declared for the backbones that list it
 SEARCH_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -108,17 +113,10 @@ def add_evaluate_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
-def _refuse_foreign(args: argparse.Namespace, backbone: str) -> None:
-    for flag, owners in getattr(args, GIVEN_OPTIONS, {}).values():
-        if backbone not in owners:
-            raise ValueError(f"{flag} is an option of the {' and '.join(owners)} backbone"
-                             f"{'s' if len(owners) > 1 else ''}; the {backbone} backbone "
-                             f"has no such option")
-
-
-def _policy_and_backbone(args: argparse.Namespace) -> tuple[Any, Any, argparse.Namespace]:
-    """The backbone's class, what fills the search's policy slot, and ``args`` with the
-    checkpoint's problem and size where unset."""
+def _policy_and_backbone(args: argparse.Namespace
+                         ) -> tuple[Any, Any, Any, argparse.Namespace]:
+    """The backbone's class, its configuration, the trained policy (``None`` for a
+    baseline) and ``args`` with the checkpoint's problem and size where unset."""
     if args.policy != "checkpoint":
         if args.checkpoint is not None:
             raise ValueError(f"--checkpoint is the trained policy; --policy {args.policy} "
@@ -132,7 +130,7 @@ def _policy_and_backbone(args: argparse.Namespace) -> tuple[Any, Any, argparse.N
             args = problem_defaults(args)
         # the backbone's defaults on the instances' problem (a problem the backbone
         # does not support is refused here, naming it)
-        return lightning, lightning.config_class(problem=args.problem or "cvrp"), args
+        return lightning, lightning.config_class(problem=args.problem or "cvrp"), None, args
     if args.checkpoint is None:
         raise ValueError("evaluate needs --checkpoint (or a baseline: --policy random)")
     ckpt = backbones.read_checkpoint(args.checkpoint)
@@ -152,84 +150,57 @@ def _policy_and_backbone(args: argparse.Namespace) -> tuple[Any, Any, argparse.N
     policy = backbones.load_policy(args.checkpoint,
                                    expect_problem="cvrp" if args.benchmark else args.problem,
                                    compiled=True if args.compile else None, checkpoint=ckpt)
-    args.policy_module = policy
     config = lightning.config_class(**{k: v for k, v in hp.items() if k != "backbone"})
-    return lightning, config, args
-
-
-def _jobs(args: argparse.Namespace, per_instance: bool, workers: int) -> list[Any]:
-    from pyg_routing.data.generators import make_generator
-    from pyg_routing.training.search import x_jobs
-    from pyg_routing.training.search_predictor import SearchJob
-
-    if args.benchmark:
-        return x_jobs(args)
-    if args.exact and args.preset == "paper":
-        raise ValueError("--exact replays NDS's random streams; it needs an nds preset")
-    inst = make_generator(args.problem, args.num_customers, seed=args.seed, preset=args.preset,
-                          **({"exact": True} if args.exact else {})).sample(args.instances)
-    size = 1 if per_instance else -(-len(inst) // workers)
-    return [SearchJob(j, lo, [f"{args.problem}{args.num_customers}-{i}"
-                              for i in range(lo, min(lo + size, len(inst)))],
-                      inst[lo:lo + size], [inst[i] for i in range(lo, min(lo + size, len(inst)))],
-                      [None] * len(inst[lo:lo + size]))
-            for j, lo in enumerate(range(0, len(inst), size))]
+    return lightning, config, policy, args
 
 
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any] | None:
     from pyg_routing.search import budget, gap_percent, instance_gap_percent
-    from pyg_routing.training.search_predictor import SearchPredictor, run_jobs
 
     if args.benchmark and (args.problem or args.num_customers or args.exact):
         raise ValueError("--benchmark x fixes the problem and the sizes: --problem, "
                          "--num-customers and --exact do not apply")
-    args = argparse.Namespace(**vars(args), policy_module=None)
+    args = argparse.Namespace(**vars(args))
     if args.device is not None:
         args.accelerator = {"cuda": "gpu"}.get(args.device, args.device)
     if args.accelerator == "gpu" and not torch.cuda.is_available():
         raise ValueError(f"--{'device cuda' if args.device else 'accelerator gpu'}: no CUDA "
                          f"device is available here")
-    lightning, config, args = _policy_and_backbone(args)
+    lightning, config, trained, args = _policy_and_backbone(args)
     backbone = lightning.config_class.backbone
-    _refuse_foreign(args, backbone)
+    refuse_foreign_options(args, backbone)
     options = {k: getattr(args, k) for k in SEARCH_OPTIONS}
     search = lightning.test_search(config, args.augment, options)
-    policy = args.policy_module
-    if policy is None:
-        policy = lightning.baselines[args.policy][1](args.remove or 15)
+    policy = trained if trained is not None else \
+        lightning.baselines[args.policy][1](args.remove or 15)
     stop = budget(args.steps, args.search_seconds)
-    workers = args.devices * args.num_nodes
-    per_instance = lightning.budget_per_instance or bool(args.benchmark)
-    jobs = _jobs(args, per_instance, workers)
+    if args.benchmark:
+        jobs = x_jobs(args)
+    else:           # a step backbone: one batch per worker; NDS: a budget per instance
+        workers = args.devices * args.num_nodes
+        size = 1 if lightning.budget_per_instance else -(-args.instances // workers)
+        jobs = generated_jobs(args, size)
     setting = "X" if args.benchmark else f"{args.problem}{args.num_customers}"
     out = Path(args.out or f"runs/eval_{backbone}_{setting.lower()}_{args.policy}")
-    threads = args.threads or max(1, (os.cpu_count() or 1) // args.devices)
-    accelerator = args.accelerator if args.policy_module is not None else "cpu"
-    predictor = SearchPredictor(search, stop, policy, seed=args.seed, threads=threads)
-    done = run_jobs(jobs, predictor, out, accelerator=accelerator, devices=args.devices,
-                    num_nodes=args.num_nodes, progress=not args.no_progress)
+    done, ran = search_jobs(args, jobs, search, stop, policy, trained is not None, out)
     if done is None:
         return None
     rows = [row for job in done for row in job["rows"]]
     total = sum(job["count"] for job in done)
     result: dict[str, Any] = {
-        "policy": args.policy if args.policy_module is None else args.checkpoint,
+        "policy": args.policy if trained is None else args.checkpoint,
         "backbone": backbone, "problem": "cvrp" if args.benchmark else args.problem,
         "num_customers": None if args.benchmark else args.num_customers,
         "benchmark": args.benchmark, "instances": total, "steps": args.steps,
         "search_seconds": args.search_seconds, "augment": args.augment,
-        **lightning.search_settings(search), "device": predictor.device.type,
+        **lightning.search_settings(search), "device": ran["device"],
         # one job: its search's own means; several: weighted by their instances
         "initial_cost": _mean(done, "initial_cost", total), "cost": _mean(done, "cost", total),
         "seconds": sum(job["seconds"] for job in done), "rows": rows, "out": str(out)}
     if args.benchmark:
         result["reference"] = "BKS"
     elif args.reference != "none":
-        ref = reference_costs(args.problem, args.num_customers, args.instances, args.seed,
-                              args.time_limit, args.root, args.reference, preset=args.preset,
-                              generator_kwargs={"exact": True} if args.exact else None)
-        for row, target in zip(rows, ref.tolist()):
-            row["target"], row["gap_percent"] = target, gap_percent(row["objective"], target)
+        add_reference(args, rows, args.time_limit)
     if all(r["target"] is not None for r in rows):
         cost = torch.tensor([r["objective"] for r in rows], dtype=torch.float64)
         ref = torch.tensor([r["target"] for r in rows], dtype=torch.float64)

@@ -117,8 +117,9 @@ def add_search_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
-def generated_jobs(args: argparse.Namespace) -> list[SearchJob]:
-    """``--instances`` instances of ``--problem``/``--preset`` (seed ``--seed``)."""
+def generated_jobs(args: argparse.Namespace, size: int = 1) -> list[SearchJob]:
+    """``--instances`` instances of ``--problem``/``--preset`` (seed ``--seed``), ``size``
+    consecutive instances per job."""
     from pyg_routing.data.generators import make_generator
 
     if args.exact and args.preset == "paper":
@@ -126,20 +127,23 @@ def generated_jobs(args: argparse.Namespace) -> list[SearchJob]:
     gen = make_generator(args.problem, args.num_customers, seed=args.seed, preset=args.preset,
                          **_generator_kwargs(args))
     inst = gen.sample(args.instances)
-    return [SearchJob(i, i, [f"{args.problem}{args.num_customers}-{i}"], inst[i:i + 1],
-                      [inst[i]], [None]) for i in range(args.instances)]
+    jobs = []
+    for j, lo in enumerate(range(0, len(inst), size)):
+        ids = range(lo, min(lo + size, len(inst)))
+        jobs.append(SearchJob(j, lo, [f"{args.problem}{args.num_customers}-{i}" for i in ids],
+                              inst[lo:lo + size], [inst[i] for i in ids], [None] * len(ids)))
+    return jobs
 
 
 def _generator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return {"exact": True} if args.exact else {}
 
 
-def add_reference(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+def add_reference(args: argparse.Namespace, rows: list[dict[str, Any]], limit: float) -> None:
     """The ``--reference`` cost of every generated instance (solved once, cached under
-    ``--root``) and the gap to it, into ``rows``."""
+    ``--root``, ``limit`` seconds each) and the gap to it, into ``rows``."""
     from pyg_routing.training.command import reference_costs
 
-    limit = args.reference_time_limit or args.time_limit
     ref = reference_costs(args.problem, args.num_customers, args.instances, args.seed, limit,
                           args.root, args.reference, preset=args.preset,
                           generator_kwargs=_generator_kwargs(args),
@@ -215,7 +219,6 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     of generated instances are solved afterwards, on rank 0 only, so workers never
     build one cache twice."""
     from pyg_routing.search import DestroyRepairSearch, budget
-    from pyg_routing.training.search_predictor import SearchPredictor, run_jobs
 
     search = DestroyRepairSearch(augment=args.augment, rollouts=args.rollouts,
                                  recreate_n=args.recreate, remove=args.remove)
@@ -226,16 +229,12 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     jobs = x_jobs(args) if args.benchmark else generated_jobs(args)
     setting = "X" if args.benchmark else f"{args.problem}{args.num_customers}"
     out = Path(args.out or f"runs/search_{setting.lower()}_{args.destroy}")
-    threads = args.threads or max(1, (os.cpu_count() or 1) // args.devices)
-    accelerator = "cpu" if policy is None else args.accelerator
-    predictor = SearchPredictor(search, stop, searcher, seed=args.seed, threads=threads)
-    done = run_jobs(jobs, predictor, out, accelerator=accelerator, devices=args.devices,
-                    num_nodes=args.num_nodes, progress=not args.no_progress)
+    done, workers = search_jobs(args, jobs, search, stop, searcher, policy is not None, out)
     if done is None:
         return None
     rows = [row for job in done for row in job["rows"]]
     if not args.benchmark and args.reference != "none":
-        add_reference(args, rows)
+        add_reference(args, rows, args.reference_time_limit or args.time_limit)
     add_paper_values(args, rows)
     destroy = repr(searcher) if policy is None else f"PolicyDestroy(k={args.remove}, {policy!r})"
     result = {"setting": setting, "destroy": destroy,
@@ -244,12 +243,29 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
               "rollouts": args.rollouts, "recreate": args.recreate, "seed": args.seed,
               "preset": None if args.benchmark else args.preset,
               "reference": "BKS" if args.benchmark else args.reference,
-              "devices": args.devices * args.num_nodes, "threads": threads, "rows": rows,
+              "devices": args.devices * args.num_nodes, "threads": workers["threads"], "rows": rows,
               "mean": summarize(rows), "out": str(out),
               "paper": None if args.benchmark else setting_values(
                   args.problem, args.num_customers, args.preset)}
     write_tables(result, out)
     return result
+
+
+def search_jobs(args: argparse.Namespace, jobs: list[SearchJob], search: Any, stop: Any,
+                policy: Any, trained: bool, out: Path
+                ) -> tuple[list[dict[str, Any]] | None, dict[str, Any]]:
+    """``search`` with ``policy`` until ``stop`` on every job, over the workers that
+    ``--devices``, ``--num-nodes`` and ``--threads`` ask for; a trained policy runs on
+    ``--accelerator``, a baseline on the CPU. Returns the job results on rank 0 (else
+    ``None``) and the workers' ``threads`` and ``device`` (type)."""
+    from pyg_routing.training.search_predictor import SearchPredictor, run_jobs
+
+    threads = args.threads or max(1, (os.cpu_count() or 1) // args.devices)
+    predictor = SearchPredictor(search, stop, policy, seed=args.seed, threads=threads)
+    done = run_jobs(jobs, predictor, out, accelerator=args.accelerator if trained else "cpu",
+                    devices=args.devices, num_nodes=args.num_nodes,
+                    progress=not args.no_progress)
+    return done, {"threads": threads, "device": predictor.device.type}
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -83,10 +83,6 @@ class SearchPredictor(L.LightningModule):
         """What the search's policy slot gets."""
         return self.policy if hasattr(self, "policy") else self.baseline
 
-    @property
-    def policy_name(self) -> str:
-        return repr(self.searcher())
-
     def on_predict_start(self) -> None:
         if self.threads is not None:
             import numba
