@@ -26,7 +26,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from pyg_routing.models.synthesis_attention import instance_norm
+from pyg_routing.models.n2s.synthesis_attention import instance_norm
 
 Gemm = tuple[int, int, int, int]           # (batch, rows, inner, columns)
 

@@ -115,7 +115,7 @@ def profile_n2s(n: int, b: int, t_train: int, n_step: int, pe: str, rows: int = 
     state = env.reset(make_generator("pdtsp", n, seed=0).sample(b), init="random")
 
     def step(state):
-        obs = env.policy_observation(state, policy)
+        obs = env.policy_observation(state)
         return env.step(state, policy.act(obs))[0]
 
     with torch.no_grad():

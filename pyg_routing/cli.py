@@ -13,16 +13,16 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from pyg_routing.commands.compare import add_compare_parser, render_markdown, run_compare
+from pyg_routing.commands.evaluate import add_evaluate_parser, run_evaluate
+from pyg_routing.commands.probe import add_probe_parser, render_probe, run_probe
+from pyg_routing.commands.search import add_search_parser, run_search
+from pyg_routing.commands.search import render_markdown as render_search
+from pyg_routing.commands.train import add_train_parser, run_train
 from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.data.presets import PRESETS
 from pyg_routing.errors import RoutingError
-from pyg_routing.probes.command import add_probe_parser, render_probe, run_probe
-from pyg_routing.training.command import add_train_parser, run_train
-from pyg_routing.training.compare import add_compare_parser, render_markdown, run_compare
-from pyg_routing.training.evaluate import add_evaluate_parser, run_evaluate
 from pyg_routing.training.fit import count, positive
-from pyg_routing.training.search import add_search_parser, run_search
-from pyg_routing.training.search import render_markdown as render_search
 
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:

@@ -8,10 +8,12 @@ Kinds:
 
 * ``node``: a per-node code ``[N, D]`` concatenated with the coordinates before the
   first layer (paper Sec. 3.3); built by :func:`node_transform` (a PyG transform)
-  or, for the learnable APE, :func:`module`.
+  or, for the learnable APE, :func:`pyg_routing.models.pe.encoding_module`.
 * ``bias``: an additive attention bias ``[B, H, N, N]`` entering every layer; built
-  by :func:`module`.
-* ``rotary``: a rotation of queries and keys (RoPE); built by :func:`module`.
+  by :func:`pyg_routing.models.pe.encoding_module`.
+* ``rotary``: a rotation of queries and keys (RoPE); built by the same.
+
+An encoder holds all of this as one :class:`pyg_routing.models.pe.PositionalEncoding`.
 * ``none``: no positional information.
 """
 
@@ -21,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch_geometric.transforms import BaseTransform
 
 KINDS = ("none", "node", "bias", "rotary")
@@ -101,28 +102,8 @@ def node_transform(name: str, dim: int = 64, num_bands: int = 4,
         "ipexpe": lambda: T.IPEXPE(dim, num_bands, attr_name=attr_name, **kwargs),
     }
     if key not in builders:
+        learnable = " (learnable: use pyg_routing.models.pe.encoding_module)"
         raise ValueError(f"{key!r} is a {ENCODINGS[key].kind} encoding"
-                         + (" (learnable: use encodings.module)" if key == "ape" else "")
+                         + (learnable if key == "ape" else "")
                          + f"; node transforms exist for {', '.join(builders)}")
-    return builders[key]()
-
-
-def module(name: str, *, dim: int = 64, num_heads: int = 8, head_dim: int | None = None,
-           max_len: int = 128, window: int = 16, max_distance: int = 64,
-           **kwargs: Any) -> torch.nn.Module:
-    """The ``torch.nn.Module`` of a learnable node code (APE), a rotary (RoPE) or an
-    attention-bias encoding (RPE, ALiBi, SPD)."""
-    from pyg_routing.models import pe
-
-    key = info(name).name
-    builders: dict[str, Callable[[], torch.nn.Module]] = {
-        "ape": lambda: pe.AbsolutePE(dim, max_len, **kwargs),
-        "rope": lambda: pe.RotaryPE(head_dim or dim // num_heads, **kwargs),
-        "rpe": lambda: pe.RelativePositionBias(num_heads, window=window, **kwargs),
-        "alibi": lambda: pe.ALiBiBias(num_heads, **kwargs),
-        "spd": lambda: pe.ShortestPathBias(num_heads, max_distance, **kwargs),
-    }
-    if key not in builders:
-        raise ValueError(f"{key!r} has no module; modules exist for {', '.join(builders)} "
-                         f"(fixed node encodings: encodings.node_transform)")
     return builders[key]()

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from pyg_routing import encodings
+from pyg_routing.models.pe import encoding_module
 from tests.helpers import fixed_route_batch
 
 NAMES = ["none", "ape", "sin", "rope", "rpe", "alibi", "lap", "rwse", "spd", "dact_cpe",
@@ -28,10 +29,10 @@ def test_every_fixed_node_encoding_builds_a_transform(name):
 
 @pytest.mark.parametrize("name", ["ape", "rope", "rpe", "alibi", "spd"])
 def test_learnable_rotary_and_bias_encodings_build_modules(name):
-    mod = encodings.module(name, dim=16, num_heads=4)
+    mod = encoding_module(name, dim=16, num_heads=4)
     assert isinstance(mod, torch.nn.Module)
     with pytest.raises(ValueError, match="has no module"):
-        encodings.module("ipe")
+        encoding_module("ipe")
     with pytest.raises(ValueError, match="node transforms exist for"):
         encodings.node_transform("alibi")
 

@@ -9,7 +9,7 @@ node; on valid input the check costs one device synchronization.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import torch
 from torch import Tensor
@@ -18,12 +18,28 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.data.validation import _validate_pairs
 from pyg_routing.errors import InvalidInstanceError, where
 
-if TYPE_CHECKING:
-    from pyg_routing.data.instances import RoutingInstances
-
 #: Per-instance fields and their shapes (``B`` instances, ``N`` nodes).
 DENSE_SHAPES = {"demand": "[B, N]", "capacity": "[B]", "time_window": "[B, N, 2]",
                 "service_time": "[B, N]", "prize": "[B, N]"}
+
+
+class DenseInstances(Protocol):
+    """What the checks read: the fields of
+    :class:`~pyg_routing.data.instances.RoutingInstances`.
+
+    A structural type, so that this module does not import ``instances`` back:
+    ``RoutingInstances.check`` calls :func:`check_instances`, and the import points
+    one way (``instances -> dense_validation``).
+    """
+
+    problem: Problem
+    pos: Tensor
+    demand: Tensor | None
+    capacity: Tensor | None
+    time_window: Tensor | None
+    service_time: Tensor | None
+    prize: Tensor | None
+    pickup_delivery_index: Tensor | None
 
 
 class _Check(NamedTuple):
@@ -42,7 +58,7 @@ def _tensor(value: Any, key: str) -> Tensor:
     return value
 
 
-def _fields(inst: RoutingInstances, prob: Problem, pos: Tensor) -> dict[str, Tensor]:
+def _fields(inst: DenseInstances, prob: Problem, pos: Tensor) -> dict[str, Tensor]:
     """The per-instance fields that are given, after shape, dtype and device checks."""
     b, n = pos.shape[:2]
     for key in prob.instance_fields:
@@ -68,7 +84,7 @@ def _fields(inst: RoutingInstances, prob: Problem, pos: Tensor) -> dict[str, Ten
     return out
 
 
-def _pairs(inst: RoutingInstances, n: int, device: torch.device) -> Tensor | None:
+def _pairs(inst: DenseInstances, n: int, device: torch.device) -> Tensor | None:
     """``pickup_delivery_index`` (shared by all instances) after structural checks."""
     if inst.pickup_delivery_index is None:
         return None
@@ -143,7 +159,7 @@ def _pair_demand_check(demand: Tensor, pairs: Tensor) -> _Check:
     return _Check(bad, True, describe)
 
 
-def check_instances(inst: RoutingInstances) -> None:
+def check_instances(inst: DenseInstances) -> None:
     """Raise :class:`InvalidInstanceError` for anything malformed or trivially
     infeasible in ``inst``, naming the first offending instance (and node); see
     :meth:`RoutingInstances.check`. Reads only: nothing is modified."""

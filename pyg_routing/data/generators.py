@@ -1,296 +1,30 @@
-"""Seeded, batched instance generators (paper App. F). Node 0 is the depot.
+"""``make_generator``: the instance generator of a problem, size and data preset.
 
-Every generator samples a whole batch with tensor ops on the requested device;
-the only Python loop is the (few-round) rejection sampler of clustered layouts,
-which is vectorized over the batch.
+The generators live one level down: paper App. F's in
+:mod:`~pyg_routing.data.paper_generators` (preset ``paper``), NDS's in
+:mod:`~pyg_routing.data.nds_generators`, and :mod:`~pyg_routing.data.presets` names
+the families. This module dispatches on the preset, so it sits above all three
+(imports point one way); it re-exports the App. F generators, which are imported
+from here (``from pyg_routing.data.generators import CVRPGenerator``).
 """
 
 from __future__ import annotations
 
-import functools
-import math
-
-import torch
-from torch import Tensor
-
-from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.data.problems import Problem, capacity_for
+from pyg_routing.data.paper_generators import (
+    DISTRIBUTIONS,
+    GENERATORS,
+    PROBLEMS,
+    CVRPGenerator,
+    PCVRPGenerator,
+    PDTSPGenerator,
+    TSPGenerator,
+    VRPTWGenerator,
+    _Generator,
+    calibrate_kappa,
+)
+from pyg_routing.data.presets import get_preset
+from pyg_routing.data.problems import Problem
 from pyg_routing.errors import InvalidInstanceError
-
-DISTRIBUTIONS = ("uniform", "clustered")
-
-
-def _number(value: object, option: str) -> float:
-    """A finite real generator option, else :class:`InvalidInstanceError`."""
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InvalidInstanceError(f"{option} must be a number, got {value!r}") from None
-    if not math.isfinite(x):
-        raise InvalidInstanceError(f"{option} must be a finite number, got {value!r}")
-    return x
-
-
-def _count(value: object, option: str) -> int:
-    """A whole-number generator option (``20`` or ``20.0``, not ``20.5``)."""
-    x = _number(value, option)
-    if not x.is_integer():
-        raise InvalidInstanceError(f"{option} must be a whole number, got {value!r}")
-    return int(x)
-
-
-class _Generator:
-    """Shared seeding and location sampling."""
-
-    problem: Problem
-
-    def __init__(self, num_customers: int, seed: int | None = None,
-                 distribution: str = "uniform", device: torch.device | str = "cpu") -> None:
-        num_customers = _count(num_customers, "num_customers")
-        if num_customers < 1:
-            raise InvalidInstanceError(f"num_customers must be >= 1, got {num_customers}")
-        if distribution not in DISTRIBUTIONS:
-            raise InvalidInstanceError(f"unknown distribution {distribution!r}; "
-                                       f"choose from {DISTRIBUTIONS}")
-        self.num_customers = int(num_customers)
-        self.distribution = distribution
-        self.device = torch.device(device)
-        self.seed = seed
-        self.rng = torch.Generator(device=self.device)
-        if seed is None:
-            self.rng.seed()
-        else:
-            self.rng.manual_seed(int(seed))
-
-    @property
-    def num_nodes(self) -> int:
-        return self.num_customers + 1
-
-    def _rand(self, *shape: int) -> Tensor:
-        return torch.rand(*shape, generator=self.rng, device=self.device)
-
-    def _locations(self, batch_size: int, num_customers: int | None = None) -> Tensor:
-        """``[B, 1 + n, 2]``: depot uniform in the unit square, ``n`` customers
-        (default ``num_customers``) uniform or clustered."""
-        n = self.num_customers if num_customers is None else num_customers
-        depot = self._rand(batch_size, 1, 2)
-        if self.distribution == "uniform":
-            customers = self._rand(batch_size, n, 2)
-        else:
-            customers = self._clustered(batch_size, n)
-        return torch.cat([depot, customers], dim=1)
-
-    def _clustered(self, batch_size: int, n: int, max_seeds: int = 8,
-                   scale: float = 0.04) -> Tensor:
-        """Clustered customers as in Uchoa et al. (2017) / Queiroga et al. (2022):
-        ``S ~ U{3..8}`` uniform seeds; every other customer is drawn from the density
-        ``f(x) ∝ min(1, sum_s exp(-d(x, s) / 0.04))`` on the unit square (their
-        ``exp(-d/40)`` on a 1000-wide grid, rescaled).
-
-        Sampled exactly by rejection from the seed mixture ``g(x) ∝ sum_s
-        exp(-d(x, s) / 0.04)`` (pick a seed, then a radius ~ Gamma(2, 0.04) in a
-        uniform direction), accepting with probability ``min(1, 1 / sum_s ...)``
-        and rejecting points outside the square: since ``f / g ∝ min(1, 1/Σ)``,
-        accepted points follow ``f`` exactly, and most proposals are accepted.
-        """
-        b = batch_size
-        num_seeds = torch.randint(3, max_seeds + 1, (b,), generator=self.rng,
-                                  device=self.device).clamp(max=n)
-        seeds = self._rand(b, max_seeds, 2)
-        seed_valid = torch.arange(max_seeds, device=self.device) < num_seeds[:, None]
-        out = torch.zeros(b, n, 2, device=self.device)
-        k = min(max_seeds, n)
-        out[:, :k] = seeds[:, :k]
-        filled = num_seeds.clone()
-        rows = torch.arange(b, device=self.device)[:, None]
-        m = 2 * n                                            # proposals per round
-        for _ in range(1000):
-            if bool((filled >= n).all()):
-                return out
-            pick = (self._rand(b, m) * num_seeds[:, None]).long()
-            centre = torch.gather(seeds, 1, pick[..., None].expand(b, m, 2))
-            radius = -scale * torch.log(self._rand(b, m) * self._rand(b, m))   # Gamma(2)
-            angle = 2 * torch.pi * self._rand(b, m)
-            cand = centre + radius[..., None] * torch.stack([angle.cos(), angle.sin()], -1)
-            inside = ((cand >= 0) & (cand <= 1)).all(-1)
-            mass = (torch.exp(-torch.cdist(cand, seeds) / scale) * seed_valid[:, None]).sum(-1)
-            accept = inside & (self._rand(b, m) * mass < 1.0)          # u < min(1, 1/mass)
-            slot = filled[:, None] + torch.cumsum(accept.long(), 1) - 1
-            ok = accept & (slot < n)
-            out[rows.expand_as(ok)[ok], slot[ok]] = cand[ok]
-            filled = filled + ok.sum(1)
-        raise RuntimeError("clustered sampling did not converge")  # pragma: no cover
-
-    def _demands(self, batch_size: int) -> Tensor:
-        """``[B, N]`` demands ``U{1..9}``, depot 0."""
-        d = torch.randint(1, 10, (batch_size, self.num_customers), generator=self.rng,
-                          device=self.device).float()
-        return torch.cat([d.new_zeros(batch_size, 1), d], dim=1)
-
-    def sample(self, batch_size: int) -> RoutingInstances:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(num_customers={self.num_customers}, seed={self.seed}, "
-                f"distribution={self.distribution!r})")
-
-
-class TSPGenerator(_Generator):
-    """TSP with ``num_customers`` cities; node 0 is the city tours start from, so
-    TSP-20 is ``TSPGenerator(20)`` with 20 nodes (``num_nodes == num_customers``)."""
-
-    problem = Problem.TSP
-
-    @property
-    def num_nodes(self) -> int:
-        return self.num_customers
-
-    def sample(self, batch_size: int) -> RoutingInstances:
-        if self.num_customers < 2:
-            raise InvalidInstanceError("a TSP needs at least 2 cities")
-        # Node 0 plays the depot, so N cities are one depot and N - 1 customers.
-        return RoutingInstances(self.problem,
-                                self._locations(batch_size, self.num_customers - 1))
-
-
-class CVRPGenerator(_Generator):
-    """CVRP: demands ``U{1..9}``, capacity ``C(n)`` of App. F unless given."""
-
-    problem = Problem.CVRP
-
-    def __init__(self, num_customers: int, seed: int | None = None,
-                 distribution: str = "uniform", capacity: float | None = None,
-                 device: torch.device | str = "cpu") -> None:
-        super().__init__(num_customers, seed, distribution, device)
-        self.capacity = (_number(capacity, "capacity") if capacity is not None
-                         else float(capacity_for(self.num_customers)))
-        if self.capacity < 9:
-            raise InvalidInstanceError(f"capacity {self.capacity} is below the largest "
-                                       f"possible demand 9")
-
-    def sample(self, batch_size: int) -> RoutingInstances:
-        pos = self._locations(batch_size)
-        demand = self._demands(batch_size)
-        cap = torch.full((batch_size,), self.capacity, device=self.device)
-        return RoutingInstances(self.problem, pos, demand=demand, capacity=cap)
-
-
-class VRPTWGenerator(CVRPGenerator):
-    """VRPTW: CVRP layout and demands plus Solomon-style windows (speed 1).
-
-    Service times ``s_i ~ U[0.15, 0.18]``, window lengths ``w_i ~ U[0.18, 0.20]``.
-    The depot is open on ``[0, T]`` with ``T = max_i (2 d_0i + s_i + w_i)`` per
-    instance, and each window start ``e_i ~ U[d_0i, T - d_0i - s_i - w_i]``, so the
-    out-and-back route ``0 -> i -> 0`` is feasible for every customer and a
-    feasible schedule always exists.
-    """
-
-    problem = Problem.VRPTW
-
-    def sample(self, batch_size: int) -> RoutingInstances:
-        base = super().sample(batch_size)
-        b, n = batch_size, self.num_customers
-        d0 = (base.pos[:, 1:] - base.pos[:, :1]).norm(dim=-1)                # [B, n]
-        service = 0.15 + 0.03 * self._rand(b, n)
-        width = 0.18 + 0.02 * self._rand(b, n)
-        horizon = (2 * d0 + service + width).amax(dim=1, keepdim=True)       # [B, 1]
-        latest = horizon - d0 - service - width
-        start = d0 + (latest - d0).clamp(min=0) * self._rand(b, n)
-        tw = torch.stack([start, start + width], dim=-1)
-        depot_tw = torch.cat([torch.zeros_like(horizon), horizon], dim=-1)[:, None]
-        time_window = torch.cat([depot_tw, tw], dim=1)
-        service_time = torch.cat([service.new_zeros(b, 1), service], dim=1)
-        return RoutingInstances(self.problem, base.pos, demand=base.demand,
-                                capacity=base.capacity, time_window=time_window,
-                                service_time=service_time)
-
-
-class PCVRPGenerator(CVRPGenerator):
-    """PCVRP: CVRP plus prizes ``p_i = κ ξ_i d_i`` with ``ξ_i ~ U[0.8, 1.2]``.
-
-    κ is calibrated so that about half of the customers are attractive under a
-    simple greedy oracle: the prize-aware nearest-neighbour heuristic
-    (:func:`~pyg_routing.data.solvers.constructive.nearest_neighbor`), which
-    extends a route to the nearest customer that fits and whose prize exceeds the
-    detour ``c(cur, i) + c(i, 0) - c(cur, 0)``. κ is found by bisection (on a log
-    scale) so that this oracle visits half of the customers of a fixed
-    calibration sample (128 instances, seed 0, same size, layout and capacity);
-    it depends only on the generator's parameters, never on the caller's seed.
-    Pass ``kappa`` to override. Stronger solvers (PyVRP) visit a different
-    share, since they pay less per visited customer.
-    """
-
-    problem = Problem.PCVRP
-
-    def __init__(self, num_customers: int, seed: int | None = None,
-                 distribution: str = "uniform", capacity: float | None = None,
-                 kappa: float | None = None, device: torch.device | str = "cpu") -> None:
-        super().__init__(num_customers, seed, distribution, capacity, device)
-        if kappa is not None and _number(kappa, "kappa") < 0:
-            raise InvalidInstanceError(f"kappa must be >= 0 (prizes are kappa * xi * "
-                                       f"demand), got {kappa}")
-        self.kappa = float(kappa) if kappa is not None else calibrate_kappa(
-            self.num_customers, distribution, self.capacity)
-
-    def sample(self, batch_size: int) -> RoutingInstances:
-        base = super().sample(batch_size)
-        xi = 0.8 + 0.4 * self._rand(batch_size, self.num_nodes)
-        prize = self.kappa * xi * base.demand                               # depot: demand 0
-        return RoutingInstances(self.problem, base.pos, demand=base.demand,
-                                capacity=base.capacity, prize=prize)
-
-
-@functools.lru_cache(maxsize=64)
-def calibrate_kappa(num_customers: int, distribution: str = "uniform",
-                    capacity: float | None = None, num_instances: int = 128,
-                    target: float = 0.5) -> float:
-    """The prize scale κ of :class:`PCVRPGenerator` (see its docstring)."""
-    from pyg_routing.data.solvers.constructive import nearest_neighbor
-
-    gen = CVRPGenerator(num_customers, seed=0, distribution=distribution, capacity=capacity)
-    base = gen.sample(num_instances)
-    xi = 0.8 + 0.4 * gen._rand(num_instances, num_customers + 1)
-    lo, hi = 1e-5, 1e2
-    for _ in range(14):  # brackets κ to within ~0.1 %
-        mid = math.sqrt(lo * hi)
-        inst = RoutingInstances(Problem.PCVRP, base.pos, demand=base.demand,
-                                capacity=base.capacity, prize=mid * xi * base.demand)
-        visited = (nearest_neighbor(inst) > 0).sum().item() / (num_instances * num_customers)
-        lo, hi = (mid, hi) if visited < target else (lo, mid)
-    return math.sqrt(lo * hi)
-
-
-class PDTSPGenerator(_Generator):
-    """PDTSP: ``num_customers / 2`` pickup–delivery pairs; pickup ``r`` (1..P) pairs
-    with delivery ``r + P``; one vehicle, no capacity. PDTSP-51 is
-    ``PDTSPGenerator(50)``."""
-
-    problem = Problem.PDTSP
-
-    def __init__(self, num_customers: int, seed: int | None = None,
-                 distribution: str = "uniform", device: torch.device | str = "cpu") -> None:
-        num_customers = _count(num_customers, "num_customers")
-        if num_customers % 2 or num_customers < 2:
-            raise InvalidInstanceError(f"PDTSP needs an even number of customers (pairs), "
-                                       f"got {num_customers}")
-        super().__init__(num_customers, seed, distribution, device)
-
-    def sample(self, batch_size: int) -> RoutingInstances:
-        pos = self._locations(batch_size)
-        p = self.num_customers // 2
-        pickups = torch.arange(1, p + 1, device=self.device)
-        pairs = torch.stack([pickups, pickups + p])
-        return RoutingInstances(self.problem, pos, pickup_delivery_index=pairs)
-
-
-GENERATORS: dict[Problem, type[_Generator]] = {
-    Problem.TSP: TSPGenerator, Problem.CVRP: CVRPGenerator, Problem.VRPTW: VRPTWGenerator,
-    Problem.PCVRP: PCVRPGenerator, Problem.PDTSP: PDTSPGenerator,
-}
-#: Names of the problems with a generator (the commands' ``--problem`` choices).
-PROBLEMS = tuple(p.value for p in GENERATORS)
 
 
 def make_generator(problem: str | Problem, num_customers: int, seed: int | None = None,
@@ -311,8 +45,6 @@ def make_generator(problem: str | Problem, num_customers: int, seed: int | None 
             message lists the choices), or a bad generator option.
     """
     if preset != "paper":
-        from pyg_routing.data.presets import get_preset
-
         return get_preset(preset).make(problem, num_customers, seed=seed, **kwargs)
     prob = Problem.parse(problem)
     if prob not in GENERATORS:
@@ -320,3 +52,7 @@ def make_generator(problem: str | Problem, num_customers: int, seed: int | None 
                                    f"{', '.join(p.value for p in GENERATORS)}")
     return GENERATORS[prob](num_customers, seed=seed, **kwargs)
 
+
+__all__ = ["DISTRIBUTIONS", "GENERATORS", "PROBLEMS", "CVRPGenerator", "PCVRPGenerator",
+           "PDTSPGenerator", "TSPGenerator", "VRPTWGenerator", "calibrate_kappa",
+           "make_generator"]

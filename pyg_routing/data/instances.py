@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import Tensor
 
+from pyg_routing.data.dense_validation import check_instances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
 
@@ -52,8 +53,6 @@ class RoutingInstances:
             InvalidInstanceError: naming the first offending instance (lowest
                 index) and, where it applies, node.
         """
-        from pyg_routing.data.dense_validation import check_instances
-
         check_instances(self)
 
     def __len__(self) -> int:

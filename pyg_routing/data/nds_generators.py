@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from pyg_routing.data.generators import _count, _number
+from pyg_routing.data.generator_options import count_option, number_option
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.x_generator import (
@@ -130,7 +130,7 @@ class _NDSGenerator:
     def __init__(self, num_customers: int, seed: int | None = None, exact: bool = False,
                  device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
                  ) -> None:
-        self.num_customers = _count(num_customers, "num_customers")
+        self.num_customers = count_option(num_customers, "num_customers")
         if self.num_customers < 1:
             raise InvalidInstanceError(f"num_customers must be >= 1, got {num_customers}")
         self.seed, self.exact, self.dtype = seed, bool(exact), dtype
@@ -188,7 +188,7 @@ class NDSCVRPGenerator(_NDSGenerator):
         if route_size is not None:
             if capacity is not None:
                 raise InvalidInstanceError("give capacity or route_size, not both")
-            lo, hi = (_number(v, "route_size") for v in route_size)
+            lo, hi = (number_option(v, "route_size") for v in route_size)
             if not 1 <= lo <= hi:
                 raise InvalidInstanceError(f"route_size must be (lo, hi) with 1 <= lo <= hi, "
                                            f"got {route_size!r}")
@@ -199,7 +199,7 @@ class NDSCVRPGenerator(_NDSGenerator):
                 f"got n={n}; pass capacity=... for other sizes")
         else:
             self.capacity = (float(NDS_CVRP_CAPACITY[n]) if capacity is None
-                             else _number(capacity, "capacity"))
+                             else number_option(capacity, "capacity"))
             if self.capacity < 9:
                 raise InvalidInstanceError(f"capacity {self.capacity:g} is below the largest "
                                            f"possible demand 9")
@@ -285,9 +285,9 @@ class NDSVRPTWGenerator(XCVRPGenerator):
                  exact: bool = False, device: torch.device | str = "cpu",
                  dtype: torch.dtype = torch.float32) -> None:
         super().__init__(num_customers, seed, NDS_X_PARAMS, exact, device, dtype)
-        self.horizon = _count(horizon, "horizon")
-        self.width = _count(width, "width")
-        self.service = _count(service, "service")
+        self.horizon = count_option(horizon, "horizon")
+        self.width = count_option(width, "width")
+        self.service = count_option(service, "service")
 
     def _extra(self, pos: Tensor, demand: Tensor) -> dict[str, Tensor]:
         u = self._rand(*demand[:, 1:].shape)
@@ -307,8 +307,8 @@ class NDSPCVRPGenerator(XCVRPGenerator):
                  device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
                  ) -> None:
         super().__init__(num_customers, seed, NDS_X_PARAMS, exact, device, dtype)
-        self.p_min, self.p_max = _number(p_min, "p_min"), _number(p_max, "p_max")
-        self.alpha = _number(alpha, "alpha")
+        self.p_min, self.p_max = number_option(p_min, "p_min"), number_option(p_max, "p_max")
+        self.alpha = number_option(alpha, "alpha")
         if not 0 <= self.p_min <= self.p_max or not 0 <= self.alpha <= 1:
             raise InvalidInstanceError(f"need 0 <= p_min <= p_max and 0 <= alpha <= 1, got "
                                        f"{self.p_min}, {self.p_max}, {self.alpha}")
@@ -343,7 +343,7 @@ def nds_dataset(problem: str | Problem, num_customers: int, seed: int,
     if prob not in _NDS_GENERATORS:
         raise InvalidInstanceError(f"NDS has no {prob.value!r} data; it has "
                                    f"{', '.join(p.value for p in _NDS_GENERATORS)}")
-    n = _count(num_customers, "num_customers")
+    n = count_option(num_customers, "num_customers")
     if num is None:
         key = (prob.value, None if prob is not Problem.CVRP else n)
         if key not in NDS_TEST_COUNTS:
@@ -351,7 +351,7 @@ def nds_dataset(problem: str | Problem, num_customers: int, seed: int,
                                        f"are 500, 1000, 2000 - pass num=...")
         num = NDS_TEST_COUNTS[key]
     gen = _NDS_GENERATORS[prob](n, seed=int(seed), exact=True, dtype=dtype)
-    return gen.sample(_count(num, "num"))
+    return gen.sample(count_option(num, "num"))
 
 
 def nds_test_set(problem: str | Problem, num_customers: int, seed: int = NDS_TEST_SEED,

@@ -1,6 +1,6 @@
 """Named data presets: which generator a ``(problem, size)`` gets.
 
-``paper`` is the data of paper App. F (:mod:`~pyg_routing.data.generators`);
+``paper`` is the data of paper App. F (:mod:`~pyg_routing.data.paper_generators`);
 ``nds`` is NDS's own data (:mod:`~pyg_routing.data.nds_generators`), on which the
 paper's Layer-2 headline numbers (Tab. 5) were measured; ``nds_low_capacity``
 and ``nds_clustered`` are the CVRP distribution shifts of Tab. 6 (measured there
@@ -22,6 +22,7 @@ from pyg_routing.data.nds_generators import (
     NDSVRPTWGenerator,
     XCVRPGenerator,
 )
+from pyg_routing.data.paper_generators import GENERATORS
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.x_generator import ROUTE_SIZES
 from pyg_routing.errors import InvalidInstanceError
@@ -84,15 +85,9 @@ class Preset:
         return self.generators[prob](num_customers, seed=seed, **kwargs)
 
 
-def _paper_generators() -> dict[Problem, Callable[..., Any]]:
-    from pyg_routing.data.generators import GENERATORS
-
-    return dict(GENERATORS)
-
-
 PRESETS: dict[str, Preset] = {
     "paper": Preset("paper", "paper App. F data (capacity 30 + n/5, Solomon-style windows, "
-                    "prizes kappa*xi*d)", _paper_generators()),
+                    "prizes kappa*xi*d)", dict(GENERATORS)),
     "nds": Preset("nds", "NDS's data (uniform CVRP with its capacity table; X-generator "
                   "VRPTW and PCVRP)", {Problem.CVRP: NDSCVRPGenerator,
                                        Problem.VRPTW: NDSVRPTWGenerator,

@@ -1,8 +1,20 @@
-"""The seam every improvement environment follows.
+"""The seam every environment follows.
 
-An improvement environment holds ``B`` solutions as one dense, batched state and
-changes them by actions a policy picks. The search (:func:`pyg_routing.envs.improve`)
-and the trainers (:mod:`pyg_routing.training`) only talk to this interface:
+:class:`RoutingEnv` is what every environment is: it names the problems and the
+initial-solution rules it supports (and refuses others in one place), starts
+solutions for a batch of instances (``reset``), shows them to a policy (``observe``:
+features and route quantities, never a model's output) and gives them back as routes
+(``to_routes``). Two kinds extend it, each honestly its own shape:
+
+* a step environment, :class:`ImprovementEnv` (2-opt, pair reinsertion): one move
+  per instance per step, chosen by a policy head (below);
+* a destroy-and-repair environment,
+  :class:`~pyg_routing.envs.deconstruction.DeconstructionEnv` (NDS): one round
+  repairs many removal sets per solution with a numba kernel.
+
+A step environment holds ``B`` solutions as one dense, batched state and changes them
+by actions a policy picks. The search (:class:`pyg_routing.search.StepSearch`) and the
+trainers (:mod:`pyg_routing.training`) only talk to this interface:
 
 * :meth:`ImprovementEnv.reset`: initial solutions of a batch of instances;
 * :meth:`ImprovementEnv.step`: apply ``[B, ...]`` actions, get the reward (the
@@ -20,6 +32,7 @@ coordinates (:meth:`ImprovementEnv.solution_cost`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, TypeVar
 
@@ -30,6 +43,7 @@ from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.augment import augment_positions
 from pyg_routing.errors import RoutingError
+from pyg_routing.transforms import EncodingInputs
 
 S = TypeVar("S", bound="BatchedState")
 ObsT = TypeVar("ObsT", bound="Observation")
@@ -80,7 +94,7 @@ class BatchedState:
 @dataclass
 class Observation:
     """One dense observation of ``B`` states with ``M`` nodes each: what an encoder
-    (:meth:`pyg_routing.models.GPSEncoder.forward_dense`) and a policy read.
+    (:meth:`pyg_routing.models.GPSEncoder.forward_observation`) and a policy read.
 
     Attributes:
         x: ``[B, M, F]`` node features, in the encoder's dtype.
@@ -88,11 +102,15 @@ class Observation:
             flattened ``B * M`` nodes (one successor per node).
         succ: ``[B, M]`` long successor of every node within its instance (the
             same arcs; the directed encoder gathers along them).
-        pe: ``[B, M, W]`` node encoding of node kinds, ``None`` for the others.
+        pe: ``[B, M, W]`` the policy's node code when already computed
+            (:meth:`pyg_routing.models.ImprovementPolicy.prepare`), else ``None``.
         route_pos: ``[B, M]`` long within-route positions (depots 0).
         route_id: ``[B, M]`` long route ids (unique over the batch; -1 at depots).
         mask: the action mask (True = allowed); its shape is the environment's.
         extra: ``[B, E]`` graph features for the critic (e.g. cost, best cost).
+        encoding_inputs: ``dtype -> EncodingInputs``: what node encodings read of the
+            current solutions (:mod:`pyg_routing.envs.observation`), built when an
+            encoding asks (``None``: the environment offers none).
     """
 
     x: Tensor
@@ -103,24 +121,69 @@ class Observation:
     route_id: Tensor
     mask: Tensor
     extra: Tensor
+    encoding_inputs: Callable[[torch.dtype | None], EncodingInputs] | None
 
     def to(self: ObsT, device: torch.device | str) -> ObsT:
         return replace(self, **{f.name: getattr(self, f.name).to(device) for f in fields(self)
                                 if isinstance(getattr(self, f.name), Tensor)})
 
 
-class ImprovementEnv(ABC):
-    """The protocol of an improvement environment (see the module docstring).
+class RoutingEnv(ABC):
+    """What every environment is (see the module docstring).
 
     Attributes:
         name: short name (``"two_opt"``).
-        problems: the problems it supports.
+        feature_widths: per supported problem, the width of the node features its
+            observations carry (the one statement of a backbone's problems: the
+            policies take their input width from it, :meth:`feature_width`).
+        problems: the problems it supports (``tuple(feature_widths)`` where declared).
         inits: the initial-solution rules :meth:`reset` accepts.
     """
 
     name: ClassVar[str]
+    feature_widths: ClassVar[dict[Problem, int]] = {}
     problems: ClassVar[tuple[Problem, ...]]
     inits: ClassVar[tuple[str, ...]]
+
+    @abstractmethod
+    def reset(self, instances: RoutingInstances, *args: Any, **kwargs: Any) -> Any:
+        """Initial solutions of ``B`` instances (the state this environment keeps)."""
+
+    @abstractmethod
+    def observe(self, state: Any, *args: Any, **kwargs: Any) -> Any:
+        """What a policy sees of ``state``: features and route quantities."""
+
+    @abstractmethod
+    def to_routes(self, state: Any) -> list[list[list[int]]]:
+        """The solutions of ``state`` as routes per instance, in original node ids
+        (depot omitted, empty routes dropped)."""
+
+    @classmethod
+    def check_problem(cls, problem: Problem | str) -> Problem:
+        """The problem if supported; else :class:`UnsupportedProblemError` naming the
+        supported problems."""
+        prob = Problem.parse(problem)
+        if prob not in cls.problems:
+            raise UnsupportedProblemError(
+                f"the {cls.name} environment supports "
+                f"{', '.join(p.value for p in cls.problems)}, not {prob.value!r}")
+        return prob
+
+    @classmethod
+    def feature_width(cls, problem: Problem | str) -> int:
+        """Width of the node features of ``problem``'s observations (what a policy's
+        first layer reads). Raises :class:`UnsupportedProblemError` for another."""
+        prob = cls.check_problem(problem)
+        if prob not in cls.feature_widths:
+            raise NotImplementedError(f"{cls.__name__} declares no feature width")
+        return cls.feature_widths[prob]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ImprovementEnv(RoutingEnv):
+    """The protocol of a step environment (see the module docstring)."""
 
     # ------------------------------------------------------------------ protocol
     @abstractmethod
@@ -143,10 +206,10 @@ class ImprovementEnv(ABC):
         """Uniformly random allowed actions (the random-policy baseline)."""
 
     @abstractmethod
-    def observe(self, state: BatchedState, encoder: Any, mask: Tensor | None = None
-                ) -> Observation:
-        """The :class:`Observation` of ``state`` for a policy built on ``encoder``
-        (whose node encoding is computed here, every step)."""
+    def observe(self, state: BatchedState, mask: Tensor | None = None,
+                dtype: torch.dtype | None = None) -> Observation:
+        """The :class:`Observation` of ``state``, features in ``dtype`` (default: the
+        state's); its route quantities, not a model's code (the policy computes that)."""
 
     @abstractmethod
     def to_routes(self, state: BatchedState, best: bool = True) -> list[list[list[int]]]:
@@ -159,24 +222,18 @@ class ImprovementEnv(ABC):
         (the state's node layout): lets augmented copies be costed anywhere."""
 
     # ------------------------------------------------------------------ shared
-    def check_problem(self, problem: Problem) -> None:
-        """Raise :class:`UnsupportedProblemError` naming the supported problems."""
-        if problem not in self.problems:
-            raise UnsupportedProblemError(
-                f"the {self.name} environment supports "
-                f"{', '.join(p.value for p in self.problems)}, not {problem.value!r}")
-
-    def policy_observation(self, state: BatchedState, encoder: Any) -> Observation:
+    def policy_observation(self, state: BatchedState, dtype: torch.dtype | None = None
+                           ) -> Observation:
         """:meth:`observe` with a no-op allowed where no action is (a policy must
         always be able to act): the first entry of an all-False mask row. Built in full
         precision under ``torch.autocast`` too (mixed-precision training): route
-        quantities and codes are the network's inputs; only the network is autocast."""
+        quantities are the network's inputs; only the network is autocast."""
         with torch.autocast(state.pos.device.type, enabled=False):
             mask = self.action_mask(state)
             stuck = ~mask.flatten(1).any(1)
             if bool(stuck.any()):
                 mask.flatten(1)[stuck, 0] = True
-            return self.observe(state, encoder, mask)
+            return self.observe(state, mask, dtype)
 
     def augment(self, state: S, num: int, copies: bool = False) -> S:
         """``num`` copies of ``state`` (copy-major, ``[num * B, ...]``) under the
@@ -229,6 +286,3 @@ class ImprovementEnv(ABC):
             keep = accepted.view(-1, *[1] * (value.dim() - 1))
             merged[name] = torch.where(keep, value, getattr(old, name))
         return replace(new, **merged)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"

@@ -6,25 +6,33 @@ import contextlib
 import hashlib
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
-from pyg_routing import encodings
 from pyg_routing.data.route_quantities import edge_index_from_successors
 from pyg_routing.functional.index_pe import dense_route_inputs
 from pyg_routing.models.gps_layer import GPSLayer
-from pyg_routing.models.pe import AbsolutePE, AttentionBias, RotaryPE
-from pyg_routing.models.pe.parts import build_encoding
-from pyg_routing.transforms import EncodingInputs
+from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
 
 #: Named ways the first layer's weights on the node code start (see :class:`GPSEncoder`);
 #: a number ``s >= 0`` is accepted too (a code block ``s`` times PyTorch's own draw).
 PE_INITS = ("zero", "default")
 #: Local message passing over the route graph (see :class:`GPSEncoder`).
 LOCAL_MPS = ("directed", "undirected", "none")
+#: the encoders a backbone with an architecture of its own (N2S, NDS) can take: its
+#: own (``native``, for fidelity to the original) or this one (``gps``)
+ENCODERS = ("native", "gps")
+
+
+def check_encoder(encoder: str) -> str:
+    """``encoder`` if it is one of :data:`ENCODERS`; anything else is refused."""
+    if encoder not in ENCODERS:
+        raise ValueError(f"unknown encoder {encoder!r}; choose from {ENCODERS}")
+    return encoder
 
 
 def check_local_mp(local_mp: str) -> str:
@@ -98,7 +106,9 @@ class GPSEncoder(nn.Module):
         in_channels: width of the raw node features (``batch.x``, or ``batch.pos``
             when the batch has no ``x``).
         dim: model width. heads: attention heads. num_layers: GPS layers.
-        pe: encoding name (see :func:`pyg_routing.encodings.available`).
+        pe: encoding name (see :func:`pyg_routing.encodings.available`), or a built
+            :class:`~pyg_routing.models.pe.PositionalEncoding` (injected as it is;
+            ``pe_dim``, ``num_bands``, ``max_route_len`` and ``pe_kwargs`` then unused).
         pe_dim: width of node encodings (IPE+XPE adds ``2 * num_bands``).
         num_bands: XPE bands.
         pe_attr: attribute holding a precomputed node encoding.
@@ -125,49 +135,50 @@ class GPSEncoder(nn.Module):
             encoding). ``"none"``: the plain Transformer of the paper's
             Sec. 3.3: the solution then reaches the model only through the encoding
             (and, for CVRP, the route-load features).
+        mark_depot: :meth:`forward_observation` appends a 0/1 depot channel (depot:
+            within-route position 0 outside every route) to the observation's
+            features, for environments whose features do not mark the depot
+            (NDS's); ``in_channels`` counts it.
         pe_kwargs: extra arguments of the encoding's transform or module.
 
     Shapes: a ``Batch``/``RoutingData`` with ``N`` nodes -> ``[N, dim]``.
     """
 
     def __init__(self, in_channels: int = 2, dim: int = 128, heads: int = 8,
-                 num_layers: int = 3, pe: str = "ipexpe", pe_dim: int = 64,
-                 num_bands: int = 4, pe_attr: str = "pe", dropout: float = 0.0,
-                 max_route_len: int = 512, pe_init: str | float = "zero",
-                 local_mp: str = "directed",
-                 **pe_kwargs) -> None:
+                 num_layers: int = 3, pe: str | PositionalEncoding = "ipexpe",
+                 pe_dim: int = 64, num_bands: int = 4, pe_attr: str = "pe",
+                 dropout: float = 0.0, max_route_len: int = 512,
+                 pe_init: str | float = "zero", local_mp: str = "directed",
+                 mark_depot: bool = False, **pe_kwargs: Any) -> None:
         super().__init__()
-        spec = encodings.info(pe)
         pe_init = check_pe_init(pe_init)
-        self.pe, self.kind, self.pe_attr = spec.name, spec.kind, pe_attr
-        self.in_channels, self.dim = in_channels, dim
+        self.pe_attr, self.mark_depot = pe_attr, bool(mark_depot)
+        self.in_channels, self.dim, self.heads = in_channels, dim, heads
         self.local_mp = check_local_mp(local_mp)
         self.pe_init = pe_init
         # Encoding-specific parts draw from a private stream, and the first layer is
         # built without drawing: the shared weights then come out of the RNG in the
         # same order for every encoding, as a No-PE model draws them.
         with _private_rng():
-            parts = build_encoding(spec.name, dim=dim, heads=heads, pe_dim=pe_dim,
-                                   num_bands=num_bands, max_route_len=max_route_len,
-                                   **pe_kwargs)
-        self.node_pe = parts.node_pe
-        self.ape: AbsolutePE | None = parts.ape
-        self.bias: AttentionBias | None = parts.bias
-        rotary: RotaryPE | None = parts.rotary
-        pe_width = parts.width
-        self.pe_width = pe_width
+            self.positional = PositionalEncoding.build(
+                pe, dim=dim, heads=heads, pe_dim=pe_dim, num_bands=num_bands,
+                max_route_len=max_route_len, **pe_kwargs)
+        self.pe, self.kind = self.positional.name, self.positional.kind
+        rotary = self.positional.rotary
+        pe_width = self.pe_width = self.positional.width
         self.input = nn.Sequential(nn.utils.skip_init(nn.Linear, in_channels + pe_width, dim),
                                    nn.ReLU(), nn.Linear(dim, dim))
         self.layers = nn.ModuleList(
             GPSLayer(dim, heads, dropout, rotary=rotary, local=self.local_mp != "none",
                      directed=self.local_mp == "directed") for _ in range(num_layers))
+        accept_legacy_keys(self)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         self._reset_input()
         for layer in self.layers:
             layer.reset_parameters()
-        for mod in (self.ape, self.bias):
+        for mod in (self.positional.ape, self.positional.bias):
             if mod is not None:
                 with _private_rng(mod):
                     mod.reset_parameters()
@@ -201,11 +212,12 @@ class GPSEncoder(nn.Module):
         if x.size(-1) != self.in_channels:
             raise ValueError(f"GPSEncoder(in_channels={self.in_channels}) got node features "
                              f"of width {x.size(-1)}")
-        if self.ape is not None:
-            return torch.cat([x, self.ape(data.route_pos)], dim=-1)
-        if self.node_pe is None:
+        positional = self.positional
+        if positional.ape is not None:
+            return torch.cat([x, positional.ape(data.route_pos)], dim=-1)
+        if positional.node_pe is None:
             return x
-        pe = data[self.pe_attr] if self.pe_attr in data else self.node_pe.encode(data)
+        pe = data[self.pe_attr] if self.pe_attr in data else positional.node_pe.encode(data)
         self._check_code_width(pe, f"batch.{self.pe_attr}")
         return torch.cat([x, pe.to(x.dtype)], dim=-1)
 
@@ -213,29 +225,16 @@ class GPSEncoder(nn.Module):
         if pe.size(-1) != self.pe_width:
             raise ValueError(
                 f"{name} has {pe.size(-1)} channels, but GPSEncoder(pe={self.pe!r}) was "
-                f"built for {self.node_pe!r}, {self.pe_width} channels: build the encoder "
-                f"with the transform's width (pe_dim, num_bands) or transform with "
-                f"{self.node_pe!r}")
-
-    def node_code(self, inputs: EncodingInputs) -> Tensor | None:
-        """The node code this encoder reads, from batched route quantities (the
-        encoding seam: :meth:`NodeEncoding.code`); ``None`` for the kinds that read
-        no code (APE, bias, rotary, none)."""
-        return None if self.node_pe is None else self.node_pe.code(inputs)
-
-    def train(self, mode: bool = True) -> GPSEncoder:
-        """Also switches the node transform's mode (Laplacian PE's sign flips)."""
-        super().train(mode)
-        if hasattr(self.node_pe, "train"):
-            self.node_pe.train(mode)
-        return self
+                f"built for {self.positional.node_pe!r}, {self.pe_width} channels: build "
+                f"the encoder with the transform's width (pe_dim, num_bands) or transform "
+                f"with {self.positional.node_pe!r}")
 
     def forward(self, data: Data) -> Tensor:
         h = self.input(self._features(data))
         batch = data.batch if "batch" in data and data.batch is not None else \
             torch.zeros(data.num_nodes, dtype=torch.long, device=h.device)
         route_pos = route_id = mask = None
-        if self.bias is not None or self.kind == "rotary":
+        if self.positional.bias is not None or self.positional.rotary is not None:
             route_pos, route_id, mask = dense_route_inputs(data)
         return self._layers(h, data.edge_index, batch, route_pos, route_id, mask)
 
@@ -266,16 +265,13 @@ class GPSEncoder(nn.Module):
             raise ValueError(f"GPSEncoder(in_channels={self.in_channels}) got node features "
                              f"of width {x.size(-1)}")
         parts = [x]
-        if self.ape is not None or self.bias is not None or self.kind == "rotary":
-            if route_pos is None:
-                raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
-        if self.ape is not None:
-            parts.append(self.ape(route_pos))
-        elif self.node_pe is not None:
-            if pe is None:
-                raise ValueError(f"encoding {self.pe!r} needs its node code `pe` [B, M, width]")
+        if self.positional.reads_positions and route_pos is None:
+            raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
+        if self.positional.node_pe is not None and pe is not None:
             self._check_code_width(pe, "pe")
-            parts.append(pe.to(x.dtype))
+        code = self.positional.node_code(pe, route_pos, type(self).__name__)
+        if code is not None:
+            parts.append(code.to(x.dtype))
         h = self.input(torch.cat(parts, dim=-1).reshape(b * m, -1))
         batch = torch.arange(b, device=x.device).repeat_interleave(m)
         if route_id is None and route_pos is not None:
@@ -287,14 +283,35 @@ class GPSEncoder(nn.Module):
         return self._layers(h, edge_index, batch, route_pos, route_id, mask,
                             graph_size=m, neighbours=neighbours).view(b, m, -1)
 
+    @property
+    def feature_width(self) -> int:
+        """Width of the observation's node features ``x`` this encoder reads."""
+        return self.in_channels - int(self.mark_depot)
+
+    def forward_observation(self, obs: Any) -> Tensor:
+        """:meth:`forward_dense` on an environment's observation (the fields of
+        :class:`pyg_routing.envs.Observation`, duck-typed): ``[B, M, dim]``. The node
+        code comes from the observation's route quantities; ``succ`` is used when it
+        is the successor of every node (``[B, M]``)."""
+        dtype = self.input[0].weight.dtype
+        x = obs.x.to(dtype)
+        if self.mark_depot:
+            depot = (obs.route_pos == 0) & (obs.route_id < 0)
+            x = torch.cat([x, depot.unsqueeze(-1).to(dtype)], dim=-1)
+        succ = getattr(obs, "succ", None)
+        if succ is not None and succ.shape != x.shape[:2]:
+            succ = None
+        return self.forward_dense(x, obs.edge_index, self.positional.observed_code(obs, dtype),
+                                  obs.route_pos, obs.route_id, succ=succ)
+
     def _layers(self, h: Tensor, edge_index: Tensor, batch: Tensor, route_pos: Tensor | None,
                 route_id: Tensor | None, mask: Tensor | None,
                 graph_size: int | None = None,
                 neighbours: tuple[Tensor, Tensor] | None = None) -> Tensor:
         if self.local_mp == "undirected":
             edge_index = to_undirected(edge_index, num_nodes=h.size(0))
-        bias = self.bias(route_pos, route_id, mask) if self.bias is not None else None
-        position = route_pos if self.kind == "rotary" else None
+        bias = self.positional.attention_bias(route_pos, route_id, mask)
+        position = route_pos if self.positional.rotary is not None else None
         for layer in self.layers:
             h = layer(h, edge_index, batch, bias, position, graph_size=graph_size,
                       neighbours=neighbours)

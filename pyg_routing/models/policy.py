@@ -1,7 +1,9 @@
-"""The contract of improvement policies (the policy seam).
+"""The contract of policies (the policy seam).
 
-An :class:`ImprovementPolicy` reads an observation of its environment (duck-typed:
-the fields of :class:`pyg_routing.envs.Observation`) and answers
+Every policy is a :class:`RoutingPolicy`: an encoder over its environment's
+observation (``embed``, ``prepare``). A step policy, :class:`ImprovementPolicy`,
+reads an observation of its environment (duck-typed: the fields of
+:class:`pyg_routing.envs.Observation`) and answers
 
 * ``forward(obs, action=None, greedy=False, generator=None, detach_critic=False)
   -> (action, log_prob, entropy, value)``: sample (or argmax) an action, or score
@@ -10,22 +12,32 @@ the fields of :class:`pyg_routing.envs.Observation`) and answers
 * ``act(obs, greedy=False, generator=None) -> action``: only the action (search);
 * ``value(obs) -> [B]``: only the critic (bootstrapping).
 
-A subclass writes three pieces: :meth:`embed` (observation -> embeddings),
-:meth:`decode` (embeddings -> action, log-probability, entropy) and
+A step policy writes three pieces: :meth:`RoutingPolicy.embed` (observation ->
+embeddings; by default its ``encoder``'s ``forward_observation``, which computes the
+node code from the observation's route quantities), :meth:`decode` (embeddings ->
+action, log-probability, entropy) and
 :meth:`critic_value` (embeddings -> value); the actor-critic forward exists once,
 here. Policies record the ``problem`` they were built for (``None``: any).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 
-class ImprovementPolicy(nn.Module):
-    """Base of the improvement policies (see the module docstring).
+class RoutingPolicy(nn.Module):
+    """What every policy is: an ``encoder`` over an environment's observation.
+
+    :meth:`embed` runs the encoder's ``forward_observation`` (the encoder computes
+    the node code of its :class:`~pyg_routing.models.pe.PositionalEncoding` from the
+    observation's route quantities); :meth:`prepare` computes that code once for an
+    observation a trainer scores several times. A step policy
+    (:class:`ImprovementPolicy`) adds the actor-critic of one move per step; NDS's
+    destroy policy adds the removal sets of one destroy-and-repair round.
 
     Attributes:
         problem: the problem's name the policy was built for, or ``None``.
@@ -34,8 +46,22 @@ class ImprovementPolicy(nn.Module):
     problem: str | None = None
 
     def embed(self, obs: Any) -> Tensor:
-        """Node embeddings ``[B, M, dim]`` of the observation."""
-        raise NotImplementedError
+        """Node embeddings ``[B, M, dim]`` of the observation (default: the
+        ``encoder``'s ``forward_observation``)."""
+        return self.encoder.forward_observation(obs)
+
+    def prepare(self, obs: Any) -> Any:
+        """``obs`` with this policy's node code computed from its route quantities and
+        stored as ``obs.pe``: a trainer that scores one observation several times (PPO)
+        computes it once. A policy without a node code returns ``obs`` as it is."""
+        positional = getattr(getattr(self, "encoder", None), "positional", None)
+        if positional is None or positional.node_pe is None or obs.pe is not None:
+            return obs
+        return replace(obs, pe=positional.observed_code(obs, _dtype_of(self)))
+
+
+class ImprovementPolicy(RoutingPolicy):
+    """Base of the step policies (see the module docstring)."""
 
     def decode(self, h: Tensor, obs: Any, action: Tensor | None, greedy: bool,
                generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
@@ -80,3 +106,7 @@ class ImprovementPolicy(nn.Module):
         if value is None:
             raise TypeError(f"{type(self).__name__} has no critic")
         return value.float()
+
+
+def _dtype_of(module: nn.Module) -> torch.dtype:
+    return next(module.parameters()).dtype

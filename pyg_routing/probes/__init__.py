@@ -7,7 +7,7 @@
 * :mod:`~pyg_routing.probes.spearman`: Spearman correlation of PE distances with
   the desiderata D1-D3 (Tab. 3).
 * :mod:`~pyg_routing.probes.paper_values`: the paper's numbers, as data.
-* :mod:`~pyg_routing.probes.command`: the ``pyg-routing probe`` command.
+* :mod:`~pyg_routing.commands.probe`: the ``pyg-routing probe`` command.
 """
 
 from pyg_routing.probes.anisometry import RouteAnisometry, anisometry, route_anisometry

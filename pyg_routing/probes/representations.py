@@ -11,7 +11,7 @@ from torch_geometric.data import Data
 
 from pyg_routing import encodings
 from pyg_routing.functional import index_pe, pair_pe
-from pyg_routing.probes.spearman import node, pairwise
+from pyg_routing.probes.encoder_kinds import node, pairwise
 
 
 def probe_representations(dim: int = 64, num_heads: int = 8,

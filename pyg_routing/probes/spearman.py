@@ -8,8 +8,8 @@ HGS solutions of CVRP-100. :data:`DEFINITION` states our fixed reading.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -19,11 +19,10 @@ from torch_geometric.data import Batch, Data
 from pyg_routing.errors import RoutingError
 from pyg_routing.probes.anisometry import as_batch, node_graph, node_route_id
 
-#: A probe representation: a ``Batch`` of solutions -> ``[N, D]`` per-node PE
-#: (distance: L2), or a pairwise dissimilarity (attention-bias encodings): flat
-#: ``[N, N]`` over the batch's nodes, or dense per graph ``[B, n_max, n_max]``
-#: (node ``v`` of graph ``b`` at local index ``v - ptr[b]``, padding ignored).
-Encoder = Callable[[Data], Tensor]
+# Encoder and its tags are defined in encoder_kinds, below representations (which this
+# module imports for paper_encodings); re-exported here, where users import them from.
+from pyg_routing.probes.encoder_kinds import Encoder, node, pairwise, pe_kind
+from pyg_routing.probes.representations import probe_representations
 
 DEFINITION = """\
 Spearman probes (our fixed reading of the paper's Tab. 3). Nodes are customers
@@ -58,24 +57,6 @@ class ProbePairs(NamedTuple):
 
     same: Tensor
     cross: Tensor
-
-
-def pe_kind(fn: Callable[..., Any]) -> str | None:
-    """``"node"``, ``"pairwise"`` or ``None`` (decided from the output shape)."""
-    return getattr(fn, "pe_kind", None)
-
-
-def pairwise(fn: Encoder) -> Encoder:
-    """Mark ``fn`` as returning an ``[N, N]`` pairwise dissimilarity (needed only
-    when a per-node output could also be square)."""
-    fn.pe_kind = "pairwise"  # type: ignore[attr-defined]
-    return fn
-
-
-def node(fn: Encoder) -> Encoder:
-    """Mark ``fn`` as returning a per-node ``[N, D]`` encoding."""
-    fn.pe_kind = "node"  # type: ignore[attr-defined]
-    return fn
 
 
 def _sample_within(groups: Tensor, outer: Tensor | None, num: int,
@@ -291,8 +272,6 @@ def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
 def paper_encodings(dim: int = 64) -> dict[str, Encoder]:
     """The 14 encodings of Tab. 3
     (:func:`pyg_routing.probes.representations.probe_representations`)."""
-    from pyg_routing.probes.representations import probe_representations
-
     return dict(probe_representations(dim=dim))
 
 

@@ -171,7 +171,8 @@ def improve(instances: RoutingInstances, policy: nn.Module | None = None,
 
 def _policy_action(env: ImprovementEnv, policy: nn.Module, state: BatchedState, greedy: bool,
                    generator: torch.Generator | None) -> Tensor:
-    obs = env.policy_observation(state, policy)
+    params = policy.parameters() if hasattr(policy, "parameters") else iter(())
+    obs = env.policy_observation(state, next((p.dtype for p in params), None))
     if hasattr(policy, "act"):            # no critic / log-prob / entropy needed
         return policy.act(obs, greedy=greedy, generator=generator)
     return policy(obs, greedy=greedy, generator=generator)[0]

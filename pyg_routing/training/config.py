@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from pyg_routing import encodings
 from pyg_routing.data.problems import Problem
 from pyg_routing.functional.route_pe import AMPLITUDES, FREQUENCIES
-from pyg_routing.models.gps_encoder import LOCAL_MPS, check_local_mp, check_pe_init
+from pyg_routing.models.gps_encoder import ENCODERS, LOCAL_MPS, check_local_mp, check_pe_init
 from pyg_routing.transforms.ipe import IPE_DIRECTIONS
 
 
@@ -149,17 +149,33 @@ class TrainConfig:
         return {}
 
 
-#: options of the GPS encoder (DACT) and their defaults: other encoders refuse them
-GPS_OPTIONS = {"local_mp": "directed", "pe_init": "zero", "compiled": False}
+#: options of the GPS encoder and their defaults: other encoders refuse them
+GPS_OPTIONS = {"local_mp": "directed", "pe_init": "zero"}
+#: options of DACT's pair decoder: other decoders refuse them
+DACT_DECODER_OPTIONS = {"compiled": False}
+
+
+def encoder_option(own: str) -> Any:
+    """The ``encoder`` field of a backbone with an architecture of its own (``own``)."""
+    return option("native", f"the encoder: native ({own}, as in the original) or gps (the "
+                            "GraphGPS-style encoder of DACT, same width; the decoders are "
+                            "unchanged)", choices=ENCODERS)
 
 
 def refuse_gps_options(config: TrainConfig, backbone: str) -> None:
     """Raise ``ValueError`` naming the first GPS-encoder option set away from its default
-    for a ``backbone`` whose encoder has no such setting."""
-    for name, default in GPS_OPTIONS.items():
+    for a ``backbone`` whose chosen encoder has no such setting (``--encoder gps``
+    takes them), and the first option of DACT's decoder."""
+    refused = dict(DACT_DECODER_OPTIONS)
+    if getattr(config, "encoder", "native") != "gps":
+        refused.update(GPS_OPTIONS)
+    for name, default in refused.items():
         if getattr(config, name) != default:
-            raise ValueError(f"--{name.replace('_', '-')} is an option of the GPS encoder "
-                             f"(dact); the {backbone} encoder has no such setting")
+            owner = "the GPS encoder (dact, or --encoder gps)" if name in GPS_OPTIONS \
+                else "DACT's decoder"
+            raise ValueError(f"--{name.replace('_', '-')} is an option of {owner}; the "
+                             f"{backbone} {'encoder' if name in GPS_OPTIONS else 'decoder'} "
+                             f"has no such setting")
 
 
 #: the namespace attribute where :func:`add_config_options`' options record that the user

@@ -26,7 +26,7 @@ from typing import ClassVar
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs import PairReinsertionEnv
 from pyg_routing.models import N2SPolicy
-from pyg_routing.training.config import option, refuse_gps_options
+from pyg_routing.training.config import encoder_option, option, refuse_gps_options
 from pyg_routing.training.ppo import PPOConfig, PPOLightning
 
 #: N2S's README settings per size: customers -> (warm_up, max_grad_norm)
@@ -49,11 +49,13 @@ class N2SConfig(PPOConfig):
     backbone = "n2s"
     greedy_validation: ClassVar[bool] = False       # N2S always samples
     independent_starts: ClassVar[bool] = True
+    ARCHITECTURE: ClassVar[tuple[str, ...]] = (*PPOConfig.ARCHITECTURE, "encoder")
 
     problem: str = option("pdtsp", "routing problem", cli=False)
     pe: str = option("dact_cpe", "positional encoding", cli=False)
     dim: int = option(128, "model width", low=1)
     pe_dim: int = option(128, "width of node encodings", low=1)
+    encoder: str = encoder_option("Synthesis Attention")
     t_train: int = option(250, "environment steps per training batch", low=1)
     n_step: int = option(5, "PPO n-step length (divides --t-train)", low=1)
     lr_actor: float = option(8e-5, "Adam learning rate of encoder + decoder", positive=True)
@@ -98,6 +100,7 @@ class N2SLightning(PPOLightning):
         c = self.config
         ipe = {"frequencies": c.ipe_frequencies, "direction": c.ipe_direction,
                "amplitude": c.ipe_amplitude} if c.pe in ("ipe", "ipexpe") else {}
+        gps = {"local_mp": c.local_mp, "pe_init": c.pe_init} if c.encoder == "gps" else {}
         return N2SPolicy.build(c.problem, pe=c.pe, dim=c.dim, heads=c.heads,
                                num_layers=c.num_layers, pe_dim=c.pe_dim,
-                               num_bands=c.num_bands, **ipe)
+                               num_bands=c.num_bands, encoder=c.encoder, **gps, **ipe)

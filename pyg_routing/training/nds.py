@@ -52,7 +52,7 @@ from pyg_routing.envs.deconstruction import (
 from pyg_routing.models import NDSPolicy
 from pyg_routing.search import DestroyRepairSearch, TemperatureSchedule
 from pyg_routing.training.base import ImprovementLightning
-from pyg_routing.training.config import TrainConfig, option, refuse_gps_options
+from pyg_routing.training.config import TrainConfig, encoder_option, option, refuse_gps_options
 
 
 def winner_takes_all_loss(reward: Tensor, log_prob: Tensor) -> Tensor:
@@ -82,6 +82,7 @@ class NDSConfig(TrainConfig):
     problem: str = option("cvrp", "routing problem", cli=False)
     num_customers: int = option(100, "customers per instance", low=1, cli=False)
     pe: str = option("none", "positional encoding", cli=False)
+    encoder: str = encoder_option("NDS's Transformer with tour and neighbour layers")
     dim: int = option(128, "model width", low=1)
     heads: int = option(8, "attention heads (must divide --dim)", low=1)
     num_layers: int = option(4, "encoder layers", flag="--layers", low=2)
@@ -105,8 +106,8 @@ class NDSConfig(TrainConfig):
                                  "instance", low=1)
 
     ARCHITECTURE: ClassVar[tuple[str, ...]] = (
-        "problem", "pe", "dim", "heads", "num_layers", "pe_dim", "num_bands",
-        "ipe_frequencies", "ipe_amplitude", "ipe_direction")
+        "problem", "pe", "encoder", "dim", "heads", "num_layers", "pe_dim", "num_bands",
+        "local_mp", "ipe_frequencies", "ipe_amplitude", "ipe_direction")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -154,9 +155,11 @@ class NDSLightning(ImprovementLightning):
         ipe = {"frequencies": c.ipe_frequencies, "direction": c.ipe_direction,
                "amplitude": c.ipe_amplitude} if c.pe in ("ipe", "ipexpe") else {}
         first = c.num_layers // 2
+        gps = {"local_mp": c.local_mp, "pe_init": c.pe_init} if c.encoder == "gps" else {}
         return NDSPolicy.build(c.problem, pe=c.pe, dim=c.dim, heads=c.heads, pe_dim=c.pe_dim,
                                num_bands=c.num_bands, encoder_layer_num=first,
-                               encoder_layer_num_2=c.num_layers - first, **ipe)
+                               encoder_layer_num_2=c.num_layers - first, encoder=c.encoder,
+                               **gps, **ipe)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.policy.parameters(), lr=self.config.lr,

@@ -79,8 +79,10 @@ class PPOLightning(ImprovementLightning):
         self.automatic_optimization = False
 
     def observe(self, state: BatchedState) -> Observation:
-        """The policy's observation (a no-op allowed where no action is)."""
-        return self.env.policy_observation(state, self.policy)
+        """The policy's observation (a no-op allowed where no action is), with its node
+        code computed once (PPO scores every observation again in each update)."""
+        dtype = next(self.policy.parameters()).dtype
+        return self.policy.prepare(self.env.policy_observation(state, dtype))
 
     def curriculum_steps(self, epoch: int | None = None) -> int:
         """Warm-up steps before the training rollout: ``floor(epoch / warm_up)``."""

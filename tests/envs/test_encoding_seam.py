@@ -21,8 +21,8 @@ def test_observation_code_equals_the_transform_on_the_same_solutions(pe, problem
     ok = action_mask(state)[torch.arange(3), a[:, 0], a[:, 1]].unsqueeze(1)
     state, _ = step(state, torch.where(ok, a, torch.zeros_like(a)))
     pol = DACTPolicy.build(problem, pe=pe, dim=16, heads=2, num_layers=1, pe_dim=8)
-    code = observe(state, pol).pe                                       # [B, M, W]
-    assert code.shape[-1] == pol.encoder.node_pe.width == pol.encoder.pe_width
+    code = pol.prepare(observe(state)).pe                                       # [B, M, W]
+    assert code.shape[-1] == pol.encoder.positional.node_pe.width == pol.encoder.pe_width
     k = state.num_depots
     transform = encodings.node_transform(pe, dim=8, num_bands=4, attr_name=None)
     for i, routes in enumerate(to_routes(state, best=False)):
@@ -47,8 +47,8 @@ def test_a_precomputed_code_of_another_width_is_refused_with_the_width_to_pass()
 
 def test_the_encoder_switches_the_laplacian_sign_flips_with_its_mode():
     enc = GPSEncoder(2, 16, 2, 1, pe="lap")
-    assert enc.node_pe.training
+    assert enc.positional.node_pe.training
     enc.eval()
-    assert not enc.node_pe.training
+    assert not enc.positional.node_pe.training
     enc.train()
-    assert enc.node_pe.training
+    assert enc.positional.node_pe.training

@@ -53,7 +53,7 @@ def test_the_policy_gathers_along_the_observed_successors_with_the_scatter_value
     torch.manual_seed(0)
     state = reset(CVRPGenerator(10, seed=4).sample(3), init="sweep")
     policy = DACTPolicy.build("cvrp", pe="ipexpe", dim=32, heads=4, num_layers=2).eval()
-    obs = observe(state, policy)
+    obs = observe(state)
     assert torch.equal(obs.succ, state.succ)
     assert torch.equal(obs.edge_index, edge_index_from_successors(state.succ))
     with torch.no_grad():

@@ -44,7 +44,7 @@ def test_moves_sampled_by_a_policy_are_always_feasible(seed, problem, capacity, 
         obs_mask = mask.clone()
         obs_mask[stuck, 0, 0] = True              # the no-op where nothing is allowed
         with torch.no_grad():
-            action = policy(observe(state, policy, obs_mask), generator=gen)[0]
+            action = policy(observe(state, obs_mask), generator=gen)[0]
         rows = torch.arange(len(state))
         assert bool((mask[rows, action[:, 0], action[:, 1]] | stuck).all())
         for b in range(len(state)):

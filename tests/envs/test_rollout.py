@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from pyg_routing.data import CVRPGenerator, RoutingData, TSPGenerator
-from pyg_routing.envs import TwoOptEnv, augment_positions
+from pyg_routing.envs import TwoOptEnv, UnsupportedProblemError, augment_positions
 from pyg_routing.envs.two_opt import action_mask, observe, reset, step, to_routes
-from pyg_routing.models.dact_policy import DACTPolicy
+from pyg_routing.models.dact.policy import DACTPolicy
 from pyg_routing.search import improve
 from pyg_routing.transforms import RandomWalkPE
 
@@ -80,11 +80,11 @@ def test_untrained_policy_with_every_encoding_takes_valid_steps(pe):
         pol = DACTPolicy.build(problem, pe=pe, dim=32, heads=4, num_layers=1, pe_dim=16)
         state = reset(inst)
         for _ in range(3):
-            obs = observe(state, pol)
+            obs = pol.prepare(observe(state))
             b, m = state.order.shape
             assert obs.x.shape == (b, m, 6) and obs.mask.shape == (b, m, m)
             assert obs.extra.shape == (b, 2)
-            assert (obs.pe is None) == (pol.encoder.node_pe is None)
+            assert (obs.pe is None) == (pol.encoder.positional.node_pe is None)
             with torch.no_grad():
                 action, logp, ent, value = pol(obs)
                 assert obs.mask[torch.arange(b), action[:, 0], action[:, 1]].all()
@@ -103,7 +103,7 @@ def test_log_prob_has_gradients_and_empty_mask_raises():
     torch.manual_seed(0)
     inst = CVRPGenerator(10, seed=4).sample(2)
     pol = DACTPolicy.build("cvrp", pe="ipexpe", dim=32, heads=4, num_layers=1, pe_dim=16)
-    obs = observe(reset(inst), pol)
+    obs = observe(reset(inst))
     action, logp, ent, value = pol(obs)
     (logp.sum() + value.sum() - ent.sum()).backward()
     assert all(p.grad is not None for p in pol.decoder.parameters())
@@ -112,7 +112,9 @@ def test_log_prob_has_gradients_and_empty_mask_raises():
         pol(obs)
     pol.reset_parameters()
     assert DACTPolicy.build("vrptw", pe="none").encoder.in_channels == 9
-    with pytest.raises(ValueError, match="supports"):
+    with pytest.raises(UnsupportedProblemError,
+                       match="the two_opt environment supports tsp, cvrp, vrptw, pdtsp, "
+                             "not 'pcvrp'"):
         DACTPolicy.build("pcvrp")
 
 
@@ -124,7 +126,7 @@ def test_rwse_on_merged_depot_copies_matches_the_transform():
                     torch.zeros_like(a))
     state, _ = step(state, a)
     pol = DACTPolicy.build("cvrp", pe="rwse", dim=32, num_layers=1)
-    code = observe(state, pol).pe                                     # [B, M, 8]
+    code = pol.prepare(observe(state)).pe                                     # [B, M, 8]
     k = state.num_depots
     for i, routes in enumerate(to_routes(state, best=False)):
         ref = RandomWalkPE(8, attr_name=None).encode(RoutingData.from_routes(inst[i], routes))
@@ -138,7 +140,7 @@ def test_ipexpe_observation_matches_the_env_encoding():
     state = reset(CVRPGenerator(10, seed=6).sample(2))
     pol = DACTPolicy.build("cvrp", pe="ipexpe", dim=32, num_layers=1, pe_dim=16, num_bands=4)
     ref = positional_encoding(state, dim=16, num_bands=4)
-    torch.testing.assert_close(observe(state, pol).pe, ref.to(torch.float32))
+    torch.testing.assert_close(pol.prepare(observe(state)).pe, ref.to(torch.float32))
 
 
 class _ForwardOnly(torch.nn.Module):
@@ -163,7 +165,7 @@ def test_search_path_act_makes_the_same_moves_as_forward():
                    generator=torch.Generator().manual_seed(7))
     assert fast.routes == full.routes
     assert torch.equal(fast.cost, full.cost)
-    obs = observe(reset(inst), pol)
+    obs = observe(reset(inst))
     with torch.no_grad():
         assert torch.equal(pol.act(obs, generator=torch.Generator().manual_seed(3)),
                            pol(obs, generator=torch.Generator().manual_seed(3))[0])

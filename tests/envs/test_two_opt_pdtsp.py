@@ -14,7 +14,6 @@ from pyg_routing.envs.two_opt import action_mask, node_features, random_action, 
 from pyg_routing.envs.two_opt.moves import apply_two_opt
 from pyg_routing.envs.two_opt.precedence import precedence_mask, request_counts
 from pyg_routing.models import DACTPolicy
-from pyg_routing.models.dact_policy import IN_CHANNELS
 from pyg_routing.search import improve
 
 
@@ -128,7 +127,7 @@ def test_pdtsp_node_features():
                             pickup_delivery_index=torch.tensor([[1, 2], [3, 4]]))
     tours = reset(inst, "nearest_neighbor")              # 0 1 2 3 4
     x = node_features(tours)[0]
-    assert x.shape == (5, IN_CHANNELS["pdtsp"])
+    assert x.shape == (5, TwoOptEnv.feature_width("pdtsp"))
     torch.testing.assert_close(x[:, 2], torch.tensor([0.0, 1, 1, -1, -1]))     # role
     torch.testing.assert_close(x[:, 3], torch.tensor([0.0, 0.5, 1.0, 0.5, 0]))  # open / P
     torch.testing.assert_close(x[:, 4], torch.tensor([0.0, 3, 4, 1, 2]))       # partner x

@@ -22,7 +22,7 @@ def test_every_encoding_runs_and_batching_equals_one_by_one(pe):
     enc = GPSEncoder(in_channels=2, dim=32, heads=4, num_layers=2, pe=pe, pe_dim=16).eval()
     datas = _datas()
     if pe == "lap":  # eval mode of the transform: no random sign flips
-        enc.node_pe.eval()
+        enc.positional.node_pe.eval()
     batch = Batch.from_data_list(datas)
     h = enc(batch)
     assert h.shape == (batch.num_nodes, 32) and torch.isfinite(h).all()
@@ -84,8 +84,8 @@ def test_dense_path_equals_the_batch_path(pe):
     ref = enc(batch).view(3, 13, 32)
     x, _ = to_dense_batch(batch.pos, batch.batch)
     node_pe = None
-    if enc.node_pe is not None:
-        node_pe, _ = to_dense_batch(enc.node_pe.encode(batch), batch.batch)
+    if enc.positional.node_pe is not None:
+        node_pe, _ = to_dense_batch(enc.positional.node_pe.encode(batch), batch.batch)
     route_pos, route_id, _ = dense_route_inputs(batch)
     out = enc.forward_dense(x, batch.edge_index, node_pe, route_pos, route_id)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-4)

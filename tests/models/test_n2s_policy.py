@@ -7,9 +7,9 @@ import torch.nn.functional as F
 
 from pyg_routing import encodings
 from pyg_routing.data import PDTSPGenerator
-from pyg_routing.envs import PairReinsertionEnv
+from pyg_routing.envs import PairReinsertionEnv, UnsupportedProblemError
 from pyg_routing.models import N2SPolicy
-from pyg_routing.models.synthesis_attention import SynthesisAttentionLayer
+from pyg_routing.models.n2s.synthesis_attention import SynthesisAttentionLayer
 
 SMALL = dict(dim=16, heads=2, num_layers=2, pe_dim=8, num_bands=2)
 
@@ -28,7 +28,7 @@ def _setting(pe="ipexpe", n=10, b=5, steps=3, seed=0):
 @pytest.mark.parametrize("pe", list(encodings.available()))
 def test_every_encoding_acts_and_rescores_its_action(pe):
     policy, env, state = _setting(pe)
-    obs = env.policy_observation(state, policy)
+    obs = env.policy_observation(state)
     with torch.no_grad():
         action, logp, ent, value = policy(obs, generator=torch.Generator().manual_seed(1))
         _, again, ent2, _ = policy(obs, action=action)
@@ -44,7 +44,7 @@ def test_parameter_counts_differ_only_by_the_positional_parts():
     def count(pe, part=None):
         torch.manual_seed(0)
         policy = N2SPolicy.build("pdtsp", pe=pe, **SMALL)
-        module = policy if part is None else getattr(policy.encoder, part)
+        module = policy if part is None else getattr(policy.encoder.positional, part)
         return sum(p.numel() for p in module.parameters())
 
     base = count("none")
@@ -90,7 +90,7 @@ def test_synthesis_attention_scores_equal_n2s_formula():
 
 def test_removal_decoder_equals_n2s_formula():
     policy, env, state = _setting("dact_cpe")
-    obs = env.policy_observation(state, policy)
+    obs = env.policy_observation(state)
     dec = policy.removal
     h = torch.randn(len(state), state.num_nodes, SMALL["dim"])
     got = dec(h, obs.succ, obs.history)
@@ -146,11 +146,11 @@ def test_reinsertion_decoder_equals_n2s_formula_on_every_allowed_place():
 
 def test_batch_equals_one_by_one_and_batch_of_one_works():
     policy, env, state = _setting("ipexpe", b=4)
-    obs = env.policy_observation(state, policy)
+    obs = env.policy_observation(state)
     with torch.no_grad():
         action, logp, _, value = policy(obs, greedy=True)
         for i in range(len(state)):
-            one = env.policy_observation(state[i], policy)
+            one = env.policy_observation(state[i])
             a1, lp1, _, v1 = policy(one, greedy=True)
             assert torch.equal(a1, action[i:i + 1])
             assert torch.allclose(lp1, logp[i:i + 1], atol=1e-5)
@@ -160,7 +160,7 @@ def test_batch_equals_one_by_one_and_batch_of_one_works():
 def test_gradients_reach_the_encoding_and_both_decoders():
     policy, env, state = _setting("ipexpe")
     policy.train()
-    obs = env.policy_observation(state, policy)
+    obs = env.policy_observation(state)
     _, logp, _, value = policy(obs, generator=torch.Generator().manual_seed(0))
     (logp.sum() + value.sum()).backward()
     for name in ("encoder.pos_query.weight", "removal.query", "reinsertion.key",
@@ -170,12 +170,13 @@ def test_gradients_reach_the_encoding_and_both_decoders():
 
 
 def test_build_refuses_other_problems():
-    with pytest.raises(ValueError, match="N2SPolicy supports pdtsp, not 'cvrp'"):
+    with pytest.raises(UnsupportedProblemError,
+                       match="the pair_reinsertion environment supports pdtsp, not 'cvrp'"):
         N2SPolicy.build("cvrp")
 
 
 def test_instance_norm_is_n2s_unbiased_normalisation_with_its_gradient():
-    from pyg_routing.models.synthesis_attention import instance_norm
+    from pyg_routing.models.n2s.synthesis_attention import instance_norm
 
     x = torch.randn(3, 11, 16, dtype=torch.float64, requires_grad=True)
     mean, var = x.mean((1, 2), keepdim=True), x.var((1, 2), keepdim=True)   # unbiased, as N2S
@@ -188,7 +189,7 @@ def test_instance_norm_is_n2s_unbiased_normalisation_with_its_gradient():
 
 
 def test_gather_sum_equals_two_gathers_with_its_gradient():
-    from pyg_routing.models.n2s_decoders import GatherSum
+    from pyg_routing.models.n2s.decoders import GatherSum
 
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(6, 3, dtype=torch.float64, generator=gen, requires_grad=True)

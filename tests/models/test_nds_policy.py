@@ -16,7 +16,7 @@ from pyg_routing.envs.deconstruction import (
     start_solutions,
 )
 from pyg_routing.models import NDSDecoder, NDSEncoder, NDSPolicy, sample_z
-from pyg_routing.models.nds_decoder import binary_codes
+from pyg_routing.models.nds.decoder import binary_codes
 
 PROBLEMS = ("cvrp", "vrptw", "pcvrp")
 ENCODINGS = ("none", "ipexpe", "sin", "rpe", "alibi", "rope", "ape")
@@ -44,7 +44,7 @@ def _policy_and_obs(problem: str, pe: str, seed: int = 0):
     inst, state, features = _setup(problem)
     torch.manual_seed(seed)
     policy = NDSPolicy.build(problem, pe=pe, pe_dim=16, max_route_len=N)
-    return policy, observe(state, features, policy.encoder.node_code)
+    return policy, policy.prepare(observe(state, features))
 
 
 def _slot(obs, s: int) -> SimpleNamespace:
@@ -197,9 +197,9 @@ def test_gradients_reach_the_encoding_and_both_decoder_halves(pe):
     (-log_prob.mean()).backward()
     enc, dec = policy.encoder, policy.decoder
     if pe == "ape":
-        encoding = [enc.ape.embedding.weight.grad]
+        encoding = [enc.positional.ape.embedding.weight.grad]
     elif pe == "rpe":
-        encoding = [enc.bias.weight.grad]
+        encoding = [enc.positional.bias.weight.grad]
     else:                      # the code's columns of both first projections
         encoding = [enc.embedding_node.weight.grad[:, 3:], enc.embedding_depot.weight.grad[:, 2:]]
     glimpse = [dec.Wq_last, dec.Wk, dec.Wv, dec.multi_head_combine]
@@ -239,8 +239,7 @@ def test_cuda_fp32_and_autocast(pe):
     policy, obs = _policy_and_obs("vrptw", pe)
     policy = policy.cuda()
     inst, state, _ = _setup("vrptw")
-    obs = observe(state, NDSFeatures.from_instances(inst, device="cuda"),
-                  policy.encoder.node_code)
+    obs = observe(state, NDSFeatures.from_instances(inst, device="cuda"))
     gen = torch.Generator(device="cuda").manual_seed(0)
     sel, log_prob, z = policy(obs, 8, 5, generator=gen)
     _, scored, _ = policy(obs, 8, selected=sel, z=z)

@@ -3,7 +3,7 @@ import shutil
 import pytest
 import torch
 
-from pyg_routing.models.pair_decoder import PairDecoder, ValueHead
+from pyg_routing.models.dact.pair_decoder import PairDecoder, ValueHead
 
 
 def test_masked_pairs_are_never_sampled_and_log_probs_match():
@@ -69,7 +69,7 @@ def _compat_and_weights(seed: int = 0, b: int = 3, h: int = 4, m: int = 6):
 
 
 def test_pair_scores_are_clip_tanh_of_the_mix_mlp_per_pair():
-    from pyg_routing.models.pair_scores import pair_scores, pair_scores_elementwise
+    from pyg_routing.models.dact.pair_scores import pair_scores, pair_scores_elementwise
 
     dec, compat, w = _compat_and_weights()
     with torch.no_grad():
@@ -116,7 +116,7 @@ def test_compiled_pair_scores_match_eager_values():
 
 def _autograd_reference(compat, w, clip, g):
     """Gradients of ``pair_scores`` by autograd itself: the reference."""
-    from pyg_routing.models.pair_scores import pair_scores
+    from pyg_routing.models.dact.pair_scores import pair_scores
 
     leaves = [t.detach().clone().requires_grad_() for t in (compat, *w)]
     pair_scores(*leaves, clip).backward(g)
@@ -124,7 +124,7 @@ def _autograd_reference(compat, w, clip, g):
 
 
 def test_hand_written_backward_equals_autograd():
-    from pyg_routing.models.pair_scores import PairScores
+    from pyg_routing.models.dact.pair_scores import PairScores
 
     dec, compat, w = _compat_and_weights(b=4, m=7)
     compat, w = compat.double(), [t.detach().double() for t in w]
@@ -133,7 +133,7 @@ def test_hand_written_backward_equals_autograd():
     leaves = [t.detach().clone().requires_grad_() for t in (compat, *w)]
     out = PairScores.apply(*leaves, dec.clip)
     with torch.no_grad():
-        from pyg_routing.models.pair_scores import pair_scores
+        from pyg_routing.models.dact.pair_scores import pair_scores
         torch.testing.assert_close(out, pair_scores(compat, *w, dec.clip))
     out.backward(g, retain_graph=True)
     for got, want in zip([t.grad for t in leaves], ref):

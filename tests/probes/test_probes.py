@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
+from pyg_routing.commands.probe import add_probe_parser, main, render_probe, run_probe
 from pyg_routing.data import CVRPGenerator, RoutingData
 from pyg_routing.data.solvers import solve_instances
 from pyg_routing.errors import RoutingError
@@ -21,7 +22,6 @@ from pyg_routing.probes import (
     sample_pairs,
     spearman_probe,
 )
-from pyg_routing.probes.command import add_probe_parser, main, render_probe, run_probe
 from pyg_routing.probes.paper_values import ANISOMETRY, SPEARMAN, paper_key
 
 

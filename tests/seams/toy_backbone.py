@@ -75,8 +75,8 @@ class RelocateEnv(ImprovementEnv):
                             torch.where(better, cost, state.best_cost))
         return new, (state.best_cost - cost).clamp(min=0)
 
-    def observe(self, state: RelocateState, encoder: Any, mask: Tensor | None = None
-                ) -> Observation:
+    def observe(self, state: RelocateState, mask: Tensor | None = None,
+                dtype: Any = None) -> Observation:
         b, n = state.tour.shape
         succ = torch.empty_like(state.tour).scatter_(1, state.tour, state.tour.roll(-1, 1))
         rank = state.rank()
@@ -86,7 +86,7 @@ class RelocateEnv(ImprovementEnv):
         x = torch.cat([state.pos, (rank.float() / n).unsqueeze(-1)], -1)
         return Observation(x, edges, succ, None, rank, offset.expand(b, n).clone(),
                            self.action_mask(state) if mask is None else mask,
-                           torch.stack([state.cost, state.best_cost], -1))
+                           torch.stack([state.cost, state.best_cost], -1), None)
 
     def to_routes(self, state: RelocateState, best: bool = True) -> list[list[list[int]]]:
         return [[row[1:]] for row in (state.best_tour if best else state.tour).tolist()]

@@ -127,10 +127,10 @@ def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path):
     assert main(argv) == 0
     (ckpt,) = Path(tmp_path / "geo").rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipexpe")
-    assert policy.encoder.node_pe.ipe.frequencies == "geometric"
+    assert policy.encoder.positional.node_pe.ipe.frequencies == "geometric"
     state = reset(CVRPGenerator(8, seed=3).sample(2), init="sweep")
     rq = route_quantities(state)
-    code = observe(state, policy).pe                                 # [B, M, 8 + 8]
+    code = policy.prepare(observe(state)).pe                                 # [B, M, 8 + 8]
     literal = ipe(rq.cum_dist, rq.route_length, 8, "invariant", "geometric",
                   route_pos=rq.route_pos).view(2, -1, 8)
     torch.testing.assert_close(code[..., :8], literal)
@@ -160,10 +160,10 @@ def test_ipe_direction_reaches_the_code_and_a_resume_must_keep_it(tmp_path, caps
                  "--out", str(tmp_path / "aware"), *TINY]) == 0
     (ckpt,) = Path(tmp_path / "aware").rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipexpe")
-    assert policy.encoder.node_pe.ipe.direction == "aware"
+    assert policy.encoder.positional.node_pe.ipe.direction == "aware"
     state = reset(CVRPGenerator(8, seed=3).sample(2), init="sweep")
     rq = route_quantities(state)
-    code = observe(state, policy).pe[..., :8]
+    code = policy.prepare(observe(state)).pe[..., :8]
     for direction, same in (("aware", True), ("invariant", False)):
         want = ipe(rq.cum_dist, rq.route_length, 8, direction, route_pos=rq.route_pos)
         assert torch.allclose(code, want.view(2, -1, 8)) is same

@@ -7,7 +7,7 @@ import torch
 
 from pyg_routing import encodings
 from pyg_routing.cli import main
-from pyg_routing.training.compare import parse_encodings, parse_seeds, render_markdown
+from pyg_routing.commands.compare import parse_encodings, parse_seeds, render_markdown
 from tests.helpers import tiny_argv
 
 TINY = tiny_argv(instances=6, steps=8)
@@ -16,9 +16,10 @@ TINY = tiny_argv(instances=6, steps=8)
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
     out = tmp_path_factory.mktemp("compare")
+    # --search-seconds far beyond the 8 steps: iteration-capped, as without it
     argv = ["compare", "--problem", "cvrp", "--pe", "spd,none,ipexpe", "--epochs", "50",
             "--budget-minutes", "0.05", "--time-limit", "0.1", "--root", str(out / "data"),
-            "--out", str(out), *TINY]
+            "--search-seconds", "600", "--out", str(out), *TINY]
     assert main(argv) == 0
     return out / "compare_dact_cvrp8"
 
@@ -45,6 +46,93 @@ def test_compare_trains_every_encoding_under_one_budget_and_one_search(compared)
     for points in res["curves"].values():
         assert points[0]["seconds"] == 0.0 and len(points) >= 2
         assert all(a["seconds"] < b["seconds"] for a, b in zip(points, points[1:]))
+
+
+@pytest.mark.slow
+def test_compare_tests_with_the_search_of_evaluate(compared, tmp_path, capsys):
+    """A compare row is ``evaluate`` of its checkpoint on the same instances (the
+    backbone's test search, through the same jobs): the same numbers exactly."""
+    res = json.loads((compared / "result.json").read_text())
+    row = next(r for r in res["rows"] if r["encoding"] == "ipexpe")
+    assert res["search_seconds"] == 600 and "(≤ 600 s)" in (compared / "table.md").read_text()
+    assert res["starts"] == "shared" and row["runs"][0]["iterations"] == 8
+    capsys.readouterr()
+    assert main(["evaluate", "--checkpoint", row["checkpoint"], "--seed", "1234",
+                 "--instances", "6", "--steps", "8", "--search-seconds", "600",
+                 "--augment", "1", "--init", res["init"], "--reference", "none",
+                 "--accelerator", "cpu", "--no-progress", "--out", str(tmp_path),
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+
+    def mean(key: str) -> float:
+        return float(torch.tensor([r[key] for r in rows], dtype=torch.float64).mean())
+
+    assert row["objective"] == mean("search_objective")
+    assert row["initial_objective"] == mean("start_objective")
+
+
+@pytest.mark.parametrize("module", [
+    "pyg_routing.commands.compare", "pyg_routing.commands.evaluate",
+    "pyg_routing.commands.train", "pyg_routing.cli", "pyg_routing.training.base",
+    "pyg_routing.training.ppo", "pyg_routing.training.fit", "pyg_routing.training.config",
+    "pyg_routing.training.search_predictor", "pyg_routing.training.datamodule",
+    "pyg_routing.search.step", "pyg_routing.search.destroy_repair"])
+def test_no_backbone_name_is_branched_on(module):
+    """Issue 27: the commands and the shared training and search code reach every
+    backbone through its hooks (test_search, search_settings, budget_per_instance,
+    baselines, search_options), so no backbone's name is compared against in them.
+    (``commands.search`` is NDS's own front end and names it by design.)"""
+    import ast
+    import importlib
+    import inspect
+
+    from pyg_routing.training import backbones
+
+    names = set(backbones.available())
+    source = inspect.getsource(importlib.import_module(module))
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare | ast.MatchValue):
+            consts = {c.value for c in ast.walk(node) if isinstance(c, ast.Constant)}
+            assert not consts & names, ast.unparse(node)
+
+
+@pytest.mark.slow
+def test_compare_runs_a_registered_fourth_backbone(tmp_path, capsys):
+    """A backbone compare has never heard of (tests/seams/toy_backbone.py) is trained,
+    tested with its own test search and given its baseline row."""
+    from pyg_routing.training import backbones
+    from tests.seams.toy_backbone import RelocateLightning
+
+    backbones.register(RelocateLightning)
+    try:
+        code = main(["compare", "--backbone", "relocate", "--problem", "tsp",
+                     "--num-customers", "8", "--pe", "none", "--epochs", "1",
+                     "--batches-per-epoch", "2", "--batch-size", "4", "--t-train", "4",
+                     "--n-step", "2", "--val-size", "4", "--val-steps", "3", "--dim", "16",
+                     "--instances", "4", "--steps", "10", "--augment", "2", "--reference", "none",
+                     "--accelerator", "cpu", "--no-progress", "--json",
+                     "--out", str(tmp_path)])
+    finally:
+        backbones.unregister("relocate")
+    res = json.loads(capsys.readouterr().out)
+    assert code == 0 and res["backbone"] == "relocate"
+    assert [r["encoding"] for r in res["rows"]] == ["random", "none"]
+    assert res["init"] == RelocateLightning.make_env().inits[0]
+    random, trained = res["rows"]
+    for r in (random, *trained["runs"]):
+        assert r["objective"] <= r["initial_objective"] + 1e-6 and r["iterations"] == 10
+
+
+def test_compare_refuses_the_search_options_of_other_backbones(tmp_path, capsys):
+    """``--search-rollouts`` belongs to the backbones whose test search takes
+    ``rollouts``; ``--search-seconds`` to every backbone."""
+    code = main(["compare", "--backbone", "dact", "--search-rollouts", "5",
+                 "--out", str(tmp_path / "out"), *TINY])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert ("--search-rollouts is an option of the nds backbone; the dact backbone has no "
+            "such option") in err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow

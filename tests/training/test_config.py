@@ -131,16 +131,16 @@ def test_ipe_amplitude_reaches_the_encoder_and_the_search_code():
     torch.manual_seed(0)
     config = DACTConfig.from_options(args, **{**TINY, "pe": "ipe", "problem": "cvrp"})
     model = DACTLightning(**config.to_dict())
-    assert model.policy.encoder.node_pe.amplitude == "flat"
+    assert model.policy.encoder.positional.node_pe.amplitude == "flat"
     assert "ipe_amplitude" in model.config.ARCHITECTURE
     state = reset(CVRPGenerator(8, seed=3).sample(2), init="sweep")
     rq = route_quantities(state)
-    code = observe(state, model.policy).pe
+    code = model.policy.prepare(observe(state)).pe
     for amplitude, same in (("flat", True), ("inverse_square", False)):
         ref = ipe(rq.cum_dist, rq.route_length, 8, "invariant", route_pos=rq.route_pos,
                   amplitude=amplitude).view(2, -1, 8)
         assert torch.allclose(code, ref, atol=1e-6) is same
     default = DACTLightning(problem="cvrp", pe="ipe", **TINY)
-    assert default.policy.encoder.node_pe.amplitude == "inverse_square"
+    assert default.policy.encoder.positional.node_pe.amplitude == "inverse_square"
     with pytest.raises(ValueError, match="--ipe-amplitude must be one of"):
         DACTConfig(ipe_amplitude="loud")

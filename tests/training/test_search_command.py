@@ -148,7 +148,7 @@ def test_problem_defaults_to_the_checkpoints():
     import argparse
     from types import SimpleNamespace
 
-    from pyg_routing.training.search import with_problem
+    from pyg_routing.commands.search import with_problem
 
     policy = SimpleNamespace(problem="vrptw")                 # what the checkpoint holds
     args = argparse.Namespace(problem=None, num_customers=500)

@@ -117,7 +117,7 @@ def test_first_ppo_update_reuses_the_rollout_forward(tmp_path):
 
 def _outputs(policy, problem="cvrp"):
     inst = make_generator(problem, 8, seed=123).sample(3)
-    obs = observe(reset(inst), policy)
+    obs = observe(reset(inst))
     policy.eval()
     with torch.no_grad():
         a, lp, ent, v = policy(obs, greedy=True)

@@ -9,15 +9,18 @@ customer of the first violation found.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from pyg_routing.envs.deconstruction.problem import PCVRP, VRPTW, ProblemArrays, capacity_limit
 from pyg_routing.errors import InfeasibleSolutionError, InvalidSolutionError
 
-if TYPE_CHECKING:
-    from pyg_routing.envs.deconstruction.state import ToursState
+#: a :class:`~.state.ToursState` (its arrays' layout is documented there, their dtypes
+#: are :data:`_INTS` / :data:`_FLOATS`), duck-typed so that this module does not import
+#: ``state`` back: ``ToursState`` calls these checks, and the import points one way
+ToursArrays = Any
+
 
 _INTS = ("inst", "succ", "pred", "tour", "first", "last", "size")
 _FLOATS = ("load", "length", "prize", "cost")
@@ -79,7 +82,7 @@ def check_routes(arrays: ProblemArrays, routes_per_slot: Sequence, inst: np.ndar
             raise InvalidSolutionError(f"{at(s)}{missing.size} customer(s) not visited: {shown}")
 
 
-def check_layout(state: ToursState, arrays: ProblemArrays) -> None:
+def check_layout(state: ToursArrays, arrays: ProblemArrays) -> None:
     """Dtypes, shapes and contiguity the kernels need, and instance rows in range."""
     s = state.succ.shape[0] if isinstance(state.succ, np.ndarray) else -1
     n = arrays.num_customers
@@ -104,7 +107,7 @@ def check_layout(state: ToursState, arrays: ProblemArrays) -> None:
                                    f"for {arrays.num_instances} instances")
 
 
-def _links(state: ToursState, arrays: ProblemArrays) -> None:
+def _links(state: ToursArrays, arrays: ProblemArrays) -> None:
     """Ranges, unvisited customers and succ/pred/tour consistency."""
     n = state.num_customers
     tour, succ, pred = state.tour, state.succ, state.pred
@@ -142,7 +145,7 @@ def _links(state: ToursState, arrays: ProblemArrays) -> None:
                 f"back to it in the same route")
 
 
-def check_state(state: ToursState, arrays: ProblemArrays) -> None:
+def check_state(state: ToursArrays, arrays: ProblemArrays) -> None:
     """Full validation (see :meth:`ToursState.check`)."""
     check_layout(state, arrays)
     _links(state, arrays)
@@ -177,7 +180,7 @@ def check_state(state: ToursState, arrays: ProblemArrays) -> None:
     _walk(state, arrays, nheads)
 
 
-def _walk(state: ToursState, arrays: ProblemArrays, nheads: np.ndarray) -> None:
+def _walk(state: ToursArrays, arrays: ProblemArrays, nheads: np.ndarray) -> None:
     """Walk all tours in lockstep: reachability, stored values, capacity, windows."""
     n = state.num_customers
     ss, tt = np.nonzero(state.size > 0)

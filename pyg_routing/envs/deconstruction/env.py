@@ -13,10 +13,10 @@ loop over slots, sets or customers):
   the rewards are ``max(cost - cost_k, 0)`` and the slot then takes the best
   candidate UNCONDITIONALLY (even a worse one), as NDS does in training.
 
-It shares the registry attributes of the step environments (``name``, ``problems``,
-``inits``, :meth:`check_problem`) so a backbone lists and refuses problems the same
-way, but it is not an :class:`~pyg_routing.envs.base.ImprovementEnv`: an NDS step
-is a whole destroy-and-repair round, not one move chosen by a policy head.
+It is a :class:`~pyg_routing.envs.base.RoutingEnv` like the step environments
+(``problems``, ``inits``, ``reset``, ``observe``, ``to_routes``), but not an
+:class:`~pyg_routing.envs.base.ImprovementEnv`: an NDS step is a whole
+destroy-and-repair round over many removal sets, not one move chosen by a policy head.
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import torch
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.envs.base import UnsupportedProblemError
+from pyg_routing.envs.base import RoutingEnv
 from pyg_routing.envs.deconstruction.destroy import DestroyProvider
+from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
 from pyg_routing.envs.deconstruction.repair import (
     apply_sets_sa,
@@ -50,12 +52,15 @@ class DeconstructionBatch:
         arrays: their :class:`ProblemArrays`.
         state: ``S = B * augment`` solution slots, instance-major.
         start_cost: ``float64 [S]`` the start solutions' costs.
+        features: the instances' :class:`NDSFeatures` once :meth:`DeconstructionEnv.observe`
+            built them (per device).
     """
 
     instances: RoutingInstances
     arrays: ProblemArrays
     state: ToursState
     start_cost: np.ndarray
+    features: NDSFeatures | None = None
 
 
 @dataclass
@@ -73,7 +78,7 @@ class ImproveResult:
     chosen: np.ndarray
 
 
-class DeconstructionEnv:
+class DeconstructionEnv(RoutingEnv):
     """NDS's destroy-and-repair environment (see the module docstring).
 
     Args:
@@ -81,20 +86,16 @@ class DeconstructionEnv:
     """
 
     name: ClassVar[str] = "deconstruction"
-    problems: ClassVar[tuple[Problem, ...]] = (Problem.CVRP, Problem.VRPTW, Problem.PCVRP)
+    #: customer features in NDS's scale: ``x, y, demand / capacity``, then the time
+    #: window (VRPTW) or the prize (PCVRP) (:class:`.observation.NDSFeatures`)
+    feature_widths: ClassVar[dict[Problem, int]] = {Problem.CVRP: 3, Problem.VRPTW: 5,
+                                                     Problem.PCVRP: 4}
+    problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     #: NDS's start solution is the only initial-solution rule
     inits: ClassVar[tuple[str, ...]] = ("nds",)
 
     def __init__(self, recreate_n: int = 5) -> None:
         self.recreate_n = int(recreate_n)
-
-    def check_problem(self, problem: Problem | str) -> None:
-        """Raise :class:`UnsupportedProblemError` naming the supported problems."""
-        prob = Problem.parse(problem)
-        if prob not in self.problems:
-            raise UnsupportedProblemError(
-                f"the {self.name} environment supports "
-                f"{', '.join(p.value for p in self.problems)}, not {prob.value!r}")
 
     def reset(self, instances: RoutingInstances, augment: int = 1,
               rng: np.random.Generator | int | None = None) -> DeconstructionBatch:
@@ -131,6 +132,20 @@ class DeconstructionEnv:
         chosen = cost.argmin(axis=1)
         commit_sets(batch.state, batch.arrays, sets, u, chosen, self.recreate_n)
         return ImproveResult(cost, np.maximum(current[:, None] - cost, 0.0), chosen)
+
+    def observe(self, batch: DeconstructionBatch, dtype: torch.dtype = torch.float32,
+                device: torch.device | str | None = None) -> NDSObservation:
+        """What NDS's policy sees of every slot's current solution (on ``device``,
+        default the instances'); the instances' features are built once per batch."""
+        dev = batch.instances.pos.device if device is None else torch.device(device)
+        if batch.features is None or batch.features.device != dev:
+            batch.features = NDSFeatures.from_instances(batch.instances, device=dev)
+        return observe(batch.state, batch.features, dtype)
+
+    def to_routes(self, batch: DeconstructionBatch) -> list[list[list[int]]]:
+        """The slots' current solutions as routes (NDS's training rounds move every
+        slot unconditionally, so there is no best-so-far to give)."""
+        return batch.state.to_routes()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(recreate_n={self.recreate_n})"

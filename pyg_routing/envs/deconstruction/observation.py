@@ -11,9 +11,9 @@ slots at once (no Python loop over slots, tours or customers), on the policy's d
 * ``pred, succ [S, N]`` (0 = the depot, also for singleton tours and unvisited
   customers) and the tour labels ``tour [S, N]`` (-1 unvisited), as in NDS;
 * the route quantities of the slot's solution (:func:`route_quantities` on the
-  solution's arcs, without re-validating the coordinates), the encoding inputs built
-  from them (:class:`EncodingInputs`; IPE's ``direction="auto"`` is direction-aware
-  for the problems that are, VRPTW and PCVRP), and the encoder's node code.
+  solution's arcs, without re-validating the coordinates) and the encoding inputs
+  built from them when the policy's encoding asks (:class:`EncodingInputs`; IPE's
+  ``direction="auto"`` is direction-aware for the problems that are, VRPTW and PCVRP).
 
 Augmentations. Slot ``a`` of an instance (its ``a``-th slot in slot order) sees
 symmetry ``a % 8`` of the instance's coordinates. ``symmetry="depot"`` (default) uses
@@ -35,12 +35,12 @@ from torch import Tensor
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.route_quantities import route_quantities
+from pyg_routing.data.route_quantities import RouteQuantities, route_quantities
 from pyg_routing.envs.augment import augment_positions
 from pyg_routing.envs.base import UnsupportedProblemError
 from pyg_routing.envs.deconstruction.problem import KIND_OF_PROBLEM
 from pyg_routing.envs.deconstruction.state import ToursState
-from pyg_routing.functional._route_graph import RouteGraph, route_graph
+from pyg_routing.envs.observation import encoding_inputs
 from pyg_routing.transforms import EncodingInputs
 
 SYMMETRY_CHOICES = ("depot", "unit_square")
@@ -154,7 +154,9 @@ class NDSObservation:
             route ids unique over all slots, ordered by slot then first customer).
         cum_dist, route_length, depot_angle: ``[S, M]`` float route quantities.
         edge_index: ``[2, E]`` the solutions' route arcs on the flat ``S * M`` nodes.
-        pe: ``[S, M, w]`` the encoder's node code (``None``: no node code).
+        encoding_inputs: ``dtype -> EncodingInputs`` of the solutions (what a node
+            code reads; built when an encoding asks).
+        pe: ``[S, M, w]`` the policy's node code when already computed, else ``None``.
     """
 
     x: Tensor
@@ -168,6 +170,7 @@ class NDSObservation:
     route_length: Tensor
     depot_angle: Tensor
     edge_index: Tensor
+    encoding_inputs: Callable[[torch.dtype | None], EncodingInputs] | None = None
     pe: Tensor | None = None
 
     def __len__(self) -> int:
@@ -194,40 +197,36 @@ def route_arcs(pred: Tensor, succ: Tensor, tour: Tensor) -> Tensor:
     return torch.stack([src, dst])
 
 
-def encoding_inputs(pos: Tensor, edge_index: Tensor, problem: Problem,
-                    dtype: torch.dtype | None = None
-                    ) -> tuple[EncodingInputs, tuple[Tensor, ...]]:
-    """The node encodings' inputs of ``S`` solutions (flat over ``S * M`` nodes) and the
-    route quantities ``(route_id, route_pos, cum_dist, route_length, depot_angle)``.
-
-    Args:
-        pos: ``[S, M, 2]`` coordinates. edge_index: :func:`route_arcs`.
-        problem: decides IPE's direction (``Problem.direction_sensitive``).
-    """
+def slot_route_quantities(pos: Tensor, edge_index: Tensor) -> RouteQuantities:
+    """The route quantities of ``S`` solutions (flat over ``S * M`` nodes, depot 0 of
+    each slot) from their coordinates ``pos [S, M, 2]`` and :func:`route_arcs`."""
     s, m, _ = pos.shape
     dev = pos.device
-    depot_mask = torch.zeros(s, m, dtype=torch.bool, device=dev)
-    depot_mask[:, 0] = True
-    depot_mask = depot_mask.view(-1)
     batch = torch.arange(s, device=dev).repeat_interleave(m)
-    flat = pos.reshape(-1, 2)
     # The instances were checked when the search started: no re-validation (one sync).
-    rq = route_quantities(flat, edge_index, depot_mask, batch, s, validate=False)
-    ptr = torch.arange(s + 1, device=dev) * m
+    return route_quantities(pos.reshape(-1, 2), edge_index, _depot_mask(s, m, dev), batch, s,
+                            validate=False)
 
-    def graph(by: str = "") -> RouteGraph:
-        return route_graph(edge_index, s * m, batch, ptr, depot_mask)
 
-    inputs = EncodingInputs(
-        depot_angle=rq.depot_angle, depot_mask=depot_mask,
-        direction_sensitive=torch.full((s,), problem.direction_sensitive, device=dev),
-        batch=batch, route_pos=rq.route_pos, route_id=rq.route_id, cum_dist=rq.cum_dist,
-        route_length=rq.route_length, route_graph=graph, dtype=dtype)
-    return inputs, (rq.route_id, rq.route_pos, rq.cum_dist, rq.route_length, rq.depot_angle)
+def _depot_mask(s: int, m: int, device: torch.device) -> Tensor:
+    depot_mask = torch.zeros(s, m, dtype=torch.bool, device=device)
+    depot_mask[:, 0] = True
+    return depot_mask.view(-1)
+
+
+def slot_encoding_inputs(rq: RouteQuantities, edge_index: Tensor, s: int, m: int,
+                         problem: Problem, dtype: torch.dtype | None = None
+                         ) -> EncodingInputs:
+    """:func:`~pyg_routing.envs.observation.encoding_inputs` of ``S`` solutions of ``M``
+    nodes (one depot each) with route quantities ``rq`` and arcs ``edge_index``."""
+    dev = edge_index.device
+    depot_mask = _depot_mask(s, m, dev)
+    return encoding_inputs(rq, depot_mask, s, problem.direction_sensitive, edge_index, m,
+                           graph_batch=torch.arange(s, device=dev).repeat_interleave(m),
+                           graph_depot_mask=depot_mask, dtype=dtype)
 
 
 def observe(state: ToursState, features: NDSFeatures,
-            node_code: Callable[[EncodingInputs], Tensor | None] | None = None,
             dtype: torch.dtype = torch.float32) -> NDSObservation:
     """The observation of every slot of ``state`` (see the module docstring).
 
@@ -235,8 +234,6 @@ def observe(state: ToursState, features: NDSFeatures,
         state: ``S`` solutions of the instances of ``features``.
         features: :meth:`NDSFeatures.from_instances` of the search's instances (on the
             policy's device).
-        node_code: the encoder's seam, e.g. ``policy.encoder.node_code`` (``None``: no
-            node code is computed).
         dtype: floating dtype of the features and codes.
 
     Raises:
@@ -256,13 +253,13 @@ def observe(state: ToursState, features: NDSFeatures,
     succ = torch.from_numpy(state.succ).to(dev, torch.long)
     tour = torch.from_numpy(state.tour).to(dev, torch.long)
     edge_index = route_arcs(pred, succ, tour)
-    inputs, (rid, rpos, cum, length, angle) = encoding_inputs(pos, edge_index, features.problem,
-                                                              dtype)
+    rq = slot_route_quantities(pos, edge_index)
     s, m = pos.shape[:2]
-    code = None if node_code is None else node_code(inputs)
     x = torch.cat([pos, features.extra[rows].to(dtype)], dim=-1)
     return NDSObservation(
         x=x, pos=pos, pred=pred[:, 1:], succ=succ[:, 1:], tour=tour[:, 1:],
-        route_pos=rpos.view(s, m), route_id=rid.view(s, m), cum_dist=cum.view(s, m),
-        route_length=length.view(s, m), depot_angle=angle.view(s, m), edge_index=edge_index,
-        pe=None if code is None else code.reshape(s, m, -1).to(dtype))
+        route_pos=rq.route_pos.view(s, m), route_id=rq.route_id.view(s, m),
+        cum_dist=rq.cum_dist.view(s, m), route_length=rq.route_length.view(s, m),
+        depot_angle=rq.depot_angle.view(s, m), edge_index=edge_index,
+        encoding_inputs=lambda code_dtype: slot_encoding_inputs(
+            rq, edge_index, s, m, features.problem, code_dtype))

@@ -2,7 +2,7 @@
 :class:`~.destroy.DestroyProvider` protocol of the search.
 
 Per call (one search iteration): the observation of every slot's current solution
-(:func:`.observation.observe`, with the policy's node code), one policy pass under
+(:func:`.observation.observe`; the policy computes its node code from it), one policy pass under
 ``torch.no_grad()`` in eval mode (autocast on CUDA, as NDS's test-time search), and
 ``num_sets`` rollouts of ``k`` picks per slot, returned as ``int32 [S, num_sets, k]``
 numpy sets in pick order (the first repair's insertion order). Randomness (the
@@ -104,7 +104,7 @@ class PolicyDestroy:
             self.features = self.features.to(self.device)
         dtype = next(self.policy.parameters()).dtype
         with torch.autocast(self.device.type, enabled=False):
-            return observe(state, self.features, self.policy.encoder.node_code, dtype)
+            return observe(state, self.features, dtype)
 
     def propose(self, state: ToursState, arrays: ProblemArrays, num_sets: int,
                 rng: np.random.Generator) -> np.ndarray:

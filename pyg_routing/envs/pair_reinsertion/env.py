@@ -26,7 +26,7 @@ different scale at test time than the policy learnt, so we keep one window.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -56,7 +56,9 @@ class PairReinsertionEnv(ImprovementEnv):
     """
 
     name: ClassVar[str] = "pair_reinsertion"
-    problems: ClassVar[tuple[Problem, ...]] = (Problem.PDTSP,)
+    #: N2S reads the coordinates only (a node's role is its index)
+    feature_widths: ClassVar[dict[Problem, int]] = {Problem.PDTSP: 2}
+    problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = INITS
 
     def __init__(self, window: int | None = None) -> None:
@@ -195,9 +197,9 @@ class PairReinsertionEnv(ImprovementEnv):
         return torch.stack([pair, flat // m, flat % m], 1)
 
     # ------------------------------------------------------------------ views
-    def observe(self, state: PairReinsertionState, encoder: Any, mask: Tensor | None = None
-                ) -> Observation:
-        return observe(state, encoder, self.action_mask(state) if mask is None else mask)
+    def observe(self, state: PairReinsertionState, mask: Tensor | None = None,
+                dtype: torch.dtype | None = None) -> Observation:
+        return observe(state, self.action_mask(state) if mask is None else mask, dtype)
 
     def to_routes(self, state: PairReinsertionState, best: bool = True
                   ) -> list[list[list[int]]]:

@@ -2,9 +2,9 @@
 
 N2S gives its encoder the coordinates only (the role of a node is implicit in the
 index layout its decoders use) and the solution only through the positional
-input: here, the encoder's node code computed every step through the encoding
-seam (the same call the 2-opt environment makes), or the tour positions for the
-kinds that read positions (APE, bias encodings, RoPE).
+input: the route quantities a node code is computed from (the same builder the
+2-opt environment uses), or the tour positions for the kinds that read positions
+(APE, bias encodings, RoPE).
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from pyg_routing.data.route_quantities import edge_index_from_successors
 from pyg_routing.envs.base import Observation
+from pyg_routing.envs.observation import tour_encoding_inputs
 from pyg_routing.envs.pair_reinsertion.state import PairReinsertionState
-from pyg_routing.envs.two_opt.moves import route_quantities
-from pyg_routing.envs.two_opt.observation import _encoder_of, encoding_inputs
 
 
 @dataclass
@@ -36,19 +35,16 @@ class PairObservation(Observation):
     history: Tensor
 
 
-def observe(state: PairReinsertionState, encoder: nn.Module, mask: Tensor) -> PairObservation:
-    """The observation of ``state`` for a policy built on ``encoder`` (anything with
-    ``node_code``, or a policy with such an ``.encoder``), with the removal ``mask``."""
-    enc = _encoder_of(encoder)
-    b, m = state.order.shape
-    dtype = next(enc.parameters()).dtype
-    code = None
-    if getattr(enc, "node_pe", None) is not None:
-        # Route quantities only when a node code reads them (No PE, bias, RoPE: not).
-        code = enc.node_code(encoding_inputs(state, route_quantities(state), dtype))
-        code = code.reshape(b, m, -1).to(dtype)
+def observe(state: PairReinsertionState, mask: Tensor,
+            dtype: torch.dtype | None = None) -> PairObservation:
+    """The observation of ``state`` with the removal ``mask``, features in ``dtype``
+    (default: the state's). Its route quantities are built only when a node code asks
+    for them (No PE, the biases and RoPE read the tour positions alone)."""
+    dtype = state.pos.dtype if dtype is None else dtype
     return PairObservation(
         x=state.pos.to(dtype), edge_index=edge_index_from_successors(state.succ),
-        succ=state.succ, pe=code, route_pos=state.rank,
+        succ=state.succ, pe=None, route_pos=state.rank,
         route_id=torch.where(state.depot_mask, -1, 0), mask=mask,
-        extra=state.best_cost.unsqueeze(1).to(dtype), history=state.history().to(dtype))
+        extra=state.best_cost.unsqueeze(1).to(dtype),
+        encoding_inputs=lambda code_dtype: tour_encoding_inputs(state, None, code_dtype),
+        history=state.history().to(dtype))

@@ -60,7 +60,7 @@ class PairReinsertionState(BatchedState):
 
     BEST_FIELDS: ClassVar[tuple[str, ...]] = ("best_cost", "best_order")
     #: the encodings' view of the state: one route, one depot (see
-    #: :func:`pyg_routing.envs.two_opt.encoding_inputs`)
+    #: :func:`pyg_routing.envs.observation.tour_encoding_inputs`)
     problem: ClassVar[Problem] = Problem.PDTSP
     num_depots: ClassVar[int] = 1
 

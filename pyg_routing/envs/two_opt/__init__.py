@@ -17,10 +17,10 @@ from pyg_routing.envs.two_opt.moves import (
     step,
     to_routes,
 )
-from pyg_routing.envs.two_opt.observation import encoding_inputs, observe
+from pyg_routing.envs.two_opt.observation import observe
 from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
 
 __all__ = ["INITS", "TW_MAX_NODES", "TwoOptEnv", "TwoOptState", "action_mask", "apply_two_opt",
-           "cycle_cost", "encoding_inputs", "node_features", "observe", "positional_encoding",
+           "cycle_cost", "node_features", "observe", "positional_encoding",
            "random_action", "rank_from_order", "reset", "route_loads", "route_quantities",
            "step", "succ_from_order", "time_window_feasible", "to_routes"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -31,8 +31,11 @@ class TwoOptEnv(ImprovementEnv):
     """
 
     name: ClassVar[str] = "two_opt"
-    problems: ClassVar[tuple[Problem, ...]] = (Problem.TSP, Problem.CVRP, Problem.VRPTW,
-                                               Problem.PDTSP)
+    #: ``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``; PDTSP: ``x, y,
+    #: role, load, partner x, partner y, is_depot`` (:func:`.moves.node_features`)
+    feature_widths: ClassVar[dict[Problem, int]] = {
+        Problem.TSP: 6, Problem.CVRP: 6, Problem.VRPTW: 9, Problem.PDTSP: 7}
+    problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = moves.INITS
 
     def __init__(self, num_depots: int | None = None, extra_depots: int = 2) -> None:
@@ -54,9 +57,9 @@ class TwoOptEnv(ImprovementEnv):
                       generator: torch.Generator | None = None) -> Tensor:
         return moves.random_action(state, mask, generator)
 
-    def observe(self, state: TwoOptState, encoder: Any, mask: Tensor | None = None
-                ) -> Observation:
-        return observe(state, encoder, mask)
+    def observe(self, state: TwoOptState, mask: Tensor | None = None,
+                dtype: torch.dtype | None = None) -> Observation:
+        return observe(state, mask, dtype)
 
     def to_routes(self, state: TwoOptState, best: bool = True) -> list[list[list[int]]]:
         return moves.to_routes(state, best)

@@ -38,7 +38,7 @@ from torch import Tensor
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import RouteQuantities
-from pyg_routing.data.route_quantities import route_quantities as _route_quantities
+from pyg_routing.envs.observation import tour_route_quantities
 from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
 from pyg_routing.envs.two_opt.precedence import pdtsp_features, precedence_mask
 from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
@@ -365,21 +365,9 @@ def node_features(state: TwoOptState) -> Tensor:
 
 
 def route_quantities(state: TwoOptState) -> RouteQuantities:
-    """Route quantities of the current solutions, flat ``[B * M]`` (node ``b * M + v``).
-
-    The arcs are listed in cycle order (``order`` starts at depot copy 0), which is
-    route order, so :func:`pyg_routing.data.route_quantities.route_quantities` takes
-    its segment-cumsum path with no pointer jumping. Route ids follow the cycle;
-    empty routes are skipped. ``depot_angle`` is measured from copy 0.
-    """
-    b, m = state.order.shape
-    off = (torch.arange(b, device=state.device) * m).unsqueeze(1)
-    edge_index = torch.stack([(state.order + off).reshape(-1),
-                              (state.order.roll(-1, dims=1) + off).reshape(-1)])
-    batch = torch.arange(b, device=state.device).repeat_interleave(m)
-    # The instances were checked by reset's caller (improve); no per-step check.
-    return _route_quantities(state.pos.reshape(b * m, 2), edge_index,
-                             state.depot_mask.reshape(-1), batch, b, validate=False)
+    """Route quantities of the current solutions, flat ``[B * M]`` (node ``b * M + v``;
+    see :func:`pyg_routing.envs.observation.tour_route_quantities`)."""
+    return tour_route_quantities(state)
 
 
 def positional_encoding(state: TwoOptState, dim: int = 64, num_bands: int = 4,

@@ -113,9 +113,9 @@ def test_ipe_is_direction_aware_exactly_where_the_problem_is(problem, aware):
     inst, arrays, state = _search_state(problem, augment=2)
     ipe = encodings.node_transform("ipe", dim=8, attr_name=None)
     feats = NDSFeatures.from_instances(inst)
-    code = observe(state, feats, ipe.code).pe
-    again = observe(_reversed(state), feats, ipe.code).pe
-    assert code.shape == (len(state), N + 1, 8)
+    code = ipe.code(observe(state, feats).encoding_inputs(None))
+    again = ipe.code(observe(_reversed(state), feats).encoding_inputs(None))
+    assert code.shape == (len(state) * (N + 1), 8)
     if aware:
         assert not torch.allclose(code, again, atol=1e-4)
     else:

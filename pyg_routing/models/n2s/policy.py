@@ -3,8 +3,8 @@ reinsertion decoders, critic) with any encoding, for pair removal-reinsertion.
 
 The policy reads the observation of
 :class:`~pyg_routing.envs.PairReinsertionEnv` by duck typing (``x, pe, route_pos,
-route_id, succ, mask, history, extra``), so this module does not import the
-environments; the reinsertion places are the environment's own rule
+route_id, succ, mask, history, extra``); its input width is the environment's
+(``PairReinsertionEnv.feature_width``) and the reinsertion places are its own rule
 (:mod:`pyg_routing.functional.pickup_delivery`).
 """
 
@@ -17,15 +17,18 @@ from torch import Tensor, nn
 from torch.distributions import Categorical
 
 from pyg_routing.data.problems import Problem
+from pyg_routing.envs.pair_reinsertion.env import PairReinsertionEnv
 from pyg_routing.functional.pickup_delivery import candidate_index, reinsertion_candidates
-from pyg_routing.models.n2s_critic import N2SCritic
-from pyg_routing.models.n2s_decoders import ReinsertionDecoder, RemovalDecoder
-from pyg_routing.models.n2s_encoder import N2SEncoder
+from pyg_routing.models.gps_encoder import GPSEncoder, check_encoder
+from pyg_routing.models.n2s.critic import N2SCritic
+from pyg_routing.models.n2s.decoders import ReinsertionDecoder, RemovalDecoder
+from pyg_routing.models.n2s.encoder import N2SEncoder
+from pyg_routing.models.pe.positional import PositionalEncoding
 from pyg_routing.models.policy import ImprovementPolicy
 from pyg_routing.models.sampling import sample_categorical
 
-#: problems N2S's moves are defined for
-N2S_PROBLEMS = ("pdtsp",)
+#: the encoder of each ``encoder`` choice (both read coordinates only)
+ENCODER_CLASSES = {"native": N2SEncoder, "gps": GPSEncoder}
 
 
 class N2SPolicy(ImprovementPolicy):
@@ -38,12 +41,12 @@ class N2SPolicy(ImprovementPolicy):
     distributions' (N2S logs the reinsertion's only; it is not in the loss).
 
     Args:
-        encoder: an :class:`N2SEncoder`.
+        encoder: an :class:`N2SEncoder` (or a :class:`GPSEncoder` on the coordinates).
         clip: logit clipping ``C`` of both decoders (N2S: 6).
         problem: the problem the policy is for (PDTSP).
     """
 
-    def __init__(self, encoder: N2SEncoder, clip: float = 6.0,
+    def __init__(self, encoder: N2SEncoder | GPSEncoder, clip: float = 6.0,
                  problem: str | Problem | None = "pdtsp") -> None:
         super().__init__()
         self.problem = None if problem is None else Problem.parse(problem).value
@@ -57,26 +60,25 @@ class N2SPolicy(ImprovementPolicy):
         self.critic = N2SCritic(dim, heads)
 
     @classmethod
-    def build(cls, problem: Any = "pdtsp", pe: str = "dact_cpe", dim: int = 128,
-              heads: int = 4, num_layers: int = 3, pe_dim: int = 128, num_bands: int = 4,
+    def build(cls, problem: Any = "pdtsp", pe: str | PositionalEncoding = "dact_cpe",
+              dim: int = 128, heads: int = 4, num_layers: int = 3, pe_dim: int = 128,
+              num_bands: int = 4, encoder: str = "native",
               **encoder_kwargs: Any) -> N2SPolicy:
-        """A policy for ``problem`` (PDTSP) with encoding ``pe``; extra keyword
-        arguments go to :class:`N2SEncoder`."""
-        key = str(getattr(problem, "value", problem)).lower()
-        if key not in N2S_PROBLEMS:
-            raise ValueError(f"N2SPolicy supports {', '.join(N2S_PROBLEMS)}, not {problem!r}")
-        enc = N2SEncoder(in_channels=2, dim=dim, heads=heads, num_layers=num_layers, pe=pe,
-                         pe_dim=pe_dim, num_bands=num_bands, **encoder_kwargs)
+        """A policy for ``problem`` (PDTSP) with encoding ``pe`` (a name or a built
+        :class:`~pyg_routing.models.pe.PositionalEncoding`). ``encoder``: N2S's own
+        Synthesis Attention (``"native"``) or :class:`GPSEncoder` (``"gps"``), same
+        width, decoders unchanged; extra keyword arguments go to the encoder."""
+        key = PairReinsertionEnv.check_problem(problem).value
+        kind = ENCODER_CLASSES[check_encoder(encoder)]
+        enc = kind(in_channels=PairReinsertionEnv.feature_width(key), dim=dim, heads=heads,
+                   num_layers=num_layers, pe=pe, pe_dim=pe_dim, num_bands=num_bands,
+                   **encoder_kwargs)
         return cls(enc, problem=key)
 
     def reset_parameters(self) -> None:
         for mod in (self.encoder, self.project_node, self.project_graph, self.removal,
                     self.reinsertion, self.critic):
             mod.reset_parameters()
-
-    def embed(self, obs: Any) -> Tensor:
-        """Node embeddings ``[B, M, dim]``."""
-        return self.encoder.forward_dense(obs.x, obs.pe, obs.route_pos, obs.route_id)
 
     def decode(self, h: Tensor, obs: Any, action: Tensor | None, greedy: bool,
                generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:

@@ -20,13 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from torch import Tensor, nn
 
-from pyg_routing import encodings
-from pyg_routing.models.pe.parts import build_encoding
-from pyg_routing.models.synthesis_attention import SynthesisAttentionLayer
-from pyg_routing.transforms import EncodingInputs
+from pyg_routing.models.n2s.synthesis_attention import SynthesisAttentionLayer
+from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
 
 
 class N2SEncoder(nn.Module):
@@ -37,7 +34,8 @@ class N2SEncoder(nn.Module):
         in_channels: node-feature width (2: coordinates, as in N2S).
         dim: model width (N2S: 128). heads: attention heads (N2S: 4).
         num_layers: layers (N2S: 3). ff_hidden: feed-forward width (N2S: 128).
-        pe: encoding name. pe_dim: width of node codes (N2S's CPE: 128).
+        pe: encoding name, or a built :class:`~pyg_routing.models.pe.PositionalEncoding`.
+        pe_dim: width of node codes (N2S's CPE: 128).
         num_bands: XPE bands. max_route_len: APE table size.
         pe_kwargs: extra arguments of the encoding's transform or module.
 
@@ -46,69 +44,56 @@ class N2SEncoder(nn.Module):
     """
 
     def __init__(self, in_channels: int = 2, dim: int = 128, heads: int = 4,
-                 num_layers: int = 3, ff_hidden: int = 128, pe: str = "dact_cpe",
-                 pe_dim: int = 128, num_bands: int = 4, max_route_len: int = 512,
-                 **pe_kwargs: Any) -> None:
+                 num_layers: int = 3, ff_hidden: int = 128,
+                 pe: str | PositionalEncoding = "dact_cpe", pe_dim: int = 128,
+                 num_bands: int = 4, max_route_len: int = 512, **pe_kwargs: Any) -> None:
         super().__init__()
-        spec = encodings.info(pe)
-        self.pe, self.kind = spec.name, spec.kind
         self.in_channels, self.dim, self.heads = in_channels, dim, heads
-        parts = build_encoding(spec.name, dim=dim, heads=heads, pe_dim=pe_dim,
-                               num_bands=num_bands, max_route_len=max_route_len, **pe_kwargs)
-        self.node_pe, self.ape, self.bias = parts.node_pe, parts.ape, parts.bias
-        self.pe_width = parts.width
+        self.positional = PositionalEncoding.build(pe, dim=dim, heads=heads, pe_dim=pe_dim,
+                                                   num_bands=num_bands,
+                                                   max_route_len=max_route_len, **pe_kwargs)
+        self.pe, self.kind = self.positional.name, self.positional.kind
+        self.pe_width = self.positional.width
         self.embed = nn.Linear(in_channels, dim, bias=False)
         self.pos_query = self.pos_key = None
         if self.pe_width:
             self.pos_query = nn.Linear(self.pe_width, dim, bias=False)
             self.pos_key = nn.Linear(self.pe_width, dim, bias=False)
         self.layers = nn.ModuleList(
-            SynthesisAttentionLayer(dim, heads, ff_hidden, rotary=parts.rotary)
+            SynthesisAttentionLayer(dim, heads, ff_hidden, rotary=self.positional.rotary)
             for _ in range(num_layers))
-        self.rotary = parts.rotary is not None
+        accept_legacy_keys(self)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         self.embed.reset_parameters()
-        for mod in (self.pos_query, self.pos_key, self.ape, self.bias, *self.layers):
+        for mod in (self.pos_query, self.pos_key, self.positional, *self.layers):
             if mod is not None:
                 mod.reset_parameters()
-
-    def node_code(self, inputs: EncodingInputs) -> Tensor | None:
-        """The node code this encoder reads (the encoding seam), ``None`` for the
-        kinds that read positions instead (APE, bias, RoPE, none)."""
-        return None if self.node_pe is None else self.node_pe.code(inputs)
-
-    def train(self, mode: bool = True) -> N2SEncoder:
-        """Also switches the node transform's mode (Laplacian PE's sign flips)."""
-        super().train(mode)
-        if hasattr(self.node_pe, "train"):
-            self.node_pe.train(mode)
-        return self
 
     def positional_scores(self, pe: Tensor | None, route_pos: Tensor | None,
                           route_id: Tensor | None) -> Tensor | None:
         """``A_pos [B, H, M, M]`` of the encoding (``None``: no positional scores)."""
-        if self.kind in ("bias", "rotary") or self.ape is not None:
-            if route_pos is None:
-                raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
-        if self.bias is not None:
-            rid = torch.zeros_like(route_pos) if route_id is None else route_id
-            return self.bias(route_pos, rid)
-        if self.ape is not None:
-            pe = self.ape(route_pos)
-        elif self.node_pe is None:
+        if self.positional.reads_positions and route_pos is None:
+            raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
+        bias = self.positional.attention_bias(route_pos, route_id)
+        if bias is not None:
+            return bias
+        g = self.positional.node_code(pe, route_pos, type(self).__name__)
+        if g is None:
             return None
-        elif pe is None:
-            raise ValueError(f"encoding {self.pe!r} needs its node code `pe` [B, M, width]")
-        if pe.size(-1) != self.pe_width:
-            raise ValueError(f"pe has {pe.size(-1)} channels, but N2SEncoder(pe={self.pe!r}) "
-                             f"was built for {self.pe_width}")
-        b, m, _ = pe.shape
-        g = pe.to(self.pos_query.weight.dtype)
+        b, m, _ = g.shape
+        g = g.to(self.pos_query.weight.dtype)
         q = self.pos_query(g).view(b, m, self.heads, -1).transpose(1, 2)
         k = self.pos_key(g).view(b, m, self.heads, -1).transpose(1, 2)
         return q @ k.transpose(-1, -2)
+
+    def forward_observation(self, obs: Any) -> Tensor:
+        """:meth:`forward_dense` on an environment's observation (``x, route_pos,
+        route_id`` and the route quantities or node code; duck-typed)."""
+        dtype = self.embed.weight.dtype
+        return self.forward_dense(obs.x.to(dtype), self.positional.observed_code(obs, dtype),
+                                  obs.route_pos, obs.route_id)
 
     def forward_dense(self, x: Tensor, pe: Tensor | None = None,
                       route_pos: Tensor | None = None,
@@ -119,7 +104,7 @@ class N2SEncoder(nn.Module):
                              f"of width {x.size(-1)}")
         pos_scores = self.positional_scores(pe, route_pos, route_id)
         h = self.embed(x)
-        position = route_pos if self.rotary else None
+        position = route_pos if self.positional.rotary is not None else None
         for layer in self.layers:
             h = layer(h, pos_scores, position)
         return h

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pyg_routing.models.nds_encoder import merge_heads, split_heads
+from pyg_routing.models.nds.encoder import merge_heads, split_heads
 from pyg_routing.models.sampling import sample_categorical
 
 #: Width of PolyNet's binary latent in NDS.

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ def _generator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def add_reference(args: argparse.Namespace, rows: list[dict[str, Any]], limit: float) -> None:
     """The ``--reference`` cost of every generated instance (solved once, cached under
     ``--root``, ``limit`` seconds each) and the gap to it, into ``rows``."""
-    from pyg_routing.training.command import reference_costs
+    from pyg_routing.commands.train import reference_costs
 
     ref = reference_costs(args.problem, args.num_customers, args.instances, args.seed, limit,
                           args.root, args.reference, preset=args.preset,
@@ -207,7 +208,7 @@ def with_problem(args: argparse.Namespace, policy: Any) -> argparse.Namespace:
     """A copy of ``args`` whose unset ``--problem`` is the problem of ``policy`` (the
     ``--destroy policy`` checkpoint's, ``None`` for the other destroys), else the
     default; ``args`` itself is left as given."""
-    from pyg_routing.training.command import problem_defaults
+    from pyg_routing.commands.train import problem_defaults
 
     return problem_defaults(args, None if policy is None else policy.problem)
 
@@ -331,13 +332,15 @@ def render_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_tables(result: dict[str, Any], out: Path) -> None:
-    """``table.csv``, ``table.md`` and ``result.json`` under ``out``."""
+def write_tables(result: dict[str, Any], out: Path, columns: Sequence[str] = COLUMNS,
+                 render: Callable[[dict[str, Any]], str] | None = None) -> None:
+    """``table.csv`` (the rows' ``columns``), ``table.md`` (``render``, default this
+    command's table) and ``result.json`` under ``out``."""
     import csv
 
     with open(out / "table.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=list(columns), extrasaction="ignore")
         w.writeheader()
         w.writerows(result["rows"])
-    (out / "table.md").write_text(render_markdown(result) + "\n")
+    (out / "table.md").write_text((render or render_markdown)(result) + "\n")
     (out / "result.json").write_text(json.dumps(result, indent=2))

@@ -27,18 +27,18 @@ from typing import Any
 
 import torch
 
-from pyg_routing.data.generators import PROBLEMS
-from pyg_routing.training import backbones
-from pyg_routing.training.command import add_reference_option, problem_defaults
-from pyg_routing.training.config import GivenOption, refuse_foreign_options
-from pyg_routing.training.fit import count, positive
-from pyg_routing.training.search import (
+from pyg_routing.commands.search import (
     add_instance_options,
     add_reference,
     generated_jobs,
     search_jobs,
     x_jobs,
 )
+from pyg_routing.commands.train import add_reference_option, problem_defaults
+from pyg_routing.data.generators import PROBLEMS
+from pyg_routing.training import backbones
+from pyg_routing.training.config import GivenOption, refuse_foreign_options
+from pyg_routing.training.fit import count, positive
 
 #: the test-search options, each declared for the backbones that list it
 SEARCH_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -4,11 +4,19 @@ Every encoding gets the same treatment: the same training seed and therefore the
 same training batches (``RoutingDataModule``), the same model and PPO options, the
 same budget (``--budget-minutes`` of wall time and/or ``--epochs``), then the same
 search on the same held-out instances (same initial solutions, steps and
-augmentation). Only ``pe`` differs. A random-move policy and the PyVRP reference
-are added as rows. Results go to ``<out>/compare_<backbone>_<problem><n>/``:
-``table.csv``, ``table.md``, ``curves.csv`` and ``gap_vs_time.png`` (validation gap
-against training time per encoding), rewritten after every encoding so an
-interrupted run keeps what it finished.
+augmentation). Only ``pe`` differs. The backbone's non-learned baselines (random
+moves; NDS: random and SISR destroys) and the PyVRP reference are added as rows.
+
+The test search is the backbone's (:meth:`ImprovementLightning.test_search`, the
+search of ``pyg-routing evaluate``), run as evaluate runs it (Lightning ``predict``
+over :class:`~pyg_routing.training.search_predictor.SearchJob`s): the test
+instances as one batch, or one instance per job for a backbone whose budget is per
+instance (NDS), each under ``--steps`` iterations and/or ``--search-seconds``.
+
+Results go to ``<out>/compare_<backbone>_<problem><n>/``: ``table.csv``,
+``table.md``, ``curves.csv`` and ``gap_vs_time.png`` (validation gap against
+training time per encoding), rewritten after every encoding so an interrupted run
+keeps what it finished.
 
 Gaps are the paper's: the relative gap of the MEAN objective to the mean
 reference objective (Tab. 2: 17.42 / 15.58 - 1 = 11.81 %); the mean of
@@ -20,22 +28,25 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from pyg_routing import encodings
-from pyg_routing.search import gap_percent, instance_gap_percent
-from pyg_routing.training import backbones
-from pyg_routing.training.backbones import init_choices
-from pyg_routing.training.command import (
+from pyg_routing.commands.evaluate import SEARCH_OPTIONS as EVALUATE_SEARCH_OPTIONS
+from pyg_routing.commands.search import generated_jobs, search_jobs, write_tables
+from pyg_routing.commands.train import (
     REFERENCE_METHODS,
     add_problem_options,
     add_reference_option,
     reference_costs,
 )
+from pyg_routing.search import gap_percent, instance_gap_percent
+from pyg_routing.training import backbones
+from pyg_routing.training.backbones import init_choices
+from pyg_routing.training.config import GivenOption
 from pyg_routing.training.fit import (
     VAL_SEED_OFFSET,
     add_backbone_option,
@@ -43,15 +54,17 @@ from pyg_routing.training.fit import (
     count,
     fit,
     positive,
-    wants_gpu,
 )
-from pyg_routing.training.nds_compare import add_nds_compare_options, deconstruction_search
 
 #: CSV columns, in order.
 COLUMNS = ("encoding", "method", "family", "objective", "objective_std", "gap_percent",
            "instance_gap_percent",
            "initial_objective", "train_seconds", "epochs", "optimizer_steps", "eval_seconds",
            "paper_objective", "paper_gap_percent", "checkpoint")
+#: the backbones' test-search options (``evaluate``'s) that ``compare`` takes, spelled
+#: ``--search-<name>`` (the training options own the plain names); a backbone whose
+#: ``search_options`` lack one refuses it
+SEARCH_OPTIONS = ("rollouts",)
 
 
 def parse_encodings(value: str) -> list[str]:
@@ -105,41 +118,72 @@ def add_compare_parser(sub: Any) -> None:
                         "budget) or best (lowest validation cost, checkpoints/best.ckpt)")
     p.add_argument("--no-random", action="store_true",
                    help="skip the random-move row (nds: the random and SISR destroy rows)")
-    add_nds_compare_options(p)
+    per_instance = [b for b in backbones.available() if backbones.get(b).budget_per_instance]
+    p.add_argument("--search-seconds", type=positive, default=None,
+                   help="wall-clock seconds of the test search, start solutions included: "
+                        "of the batch of test instances, or of every instance ("
+                        + ", ".join(per_instance) + ") (default: only --steps iterations)")
+    for name in SEARCH_OPTIONS:
+        kwargs = EVALUATE_SEARCH_OPTIONS[name][1]
+        has = tuple(b for b in backbones.available() if name in backbones.get(b).search_options)
+        p.add_argument(f"--search-{name}", dest=f"search_{name}", action=GivenOption,
+                       backbones=has, **{**kwargs, "help": f"[{', '.join(has)}] test search: "
+                                                          f"{kwargs['help']}"})
     p.add_argument("--out", default="runs", help="folder for models, tables and the plot")
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
-def _device(args: argparse.Namespace) -> torch.device:
-    gpu = wants_gpu(args.accelerator) and torch.cuda.is_available()
-    return torch.device("cuda" if gpu else "cpu")
+class CompareSearch:
+    """The backbone's test search (:meth:`ImprovementLightning.test_search` with
+    ``--augment``, ``--init`` and the ``--search-*`` options) on the held-out
+    instances (``--test-seed``, the training preset), under ``--steps`` and/or
+    ``--search-seconds``; :meth:`row` searches with a trained policy or a baseline."""
 
+    def __init__(self, args: argparse.Namespace, config: Any, preset: str, out: Path) -> None:
+        from pyg_routing.search import budget
 
-def _search(args: argparse.Namespace, policy: Any, reference: torch.Tensor | None
+        self.lightning = backbones.get(args.backbone)
+        options = {"init": args.init,
+                   **{name: getattr(args, f"search_{name}") for name in SEARCH_OPTIONS}}
+        self.search = self.lightning.test_search(config, args.augment, options)
+        self.stop = budget(args.steps, args.search_seconds)
+        # evaluate's job options: one worker on --accelerator, the test instances
+        self.args = argparse.Namespace(
+            problem=args.problem, num_customers=args.num_customers, instances=args.instances,
+            seed=args.test_seed, preset=preset, exact=False, accelerator=args.accelerator,
+            devices=1, num_nodes=1, threads=None, no_progress=args.no_progress)
+        size = 1 if self.lightning.budget_per_instance else args.instances
+        self.jobs = generated_jobs(self.args, size)
+        self.out = out
+
+    def settings(self) -> dict[str, Any]:
+        """What the result says of the search (:meth:`ImprovementLightning.search_settings`)."""
+        return self.lightning.search_settings(self.search)
+
+    def baseline(self, name: str) -> Any:
+        """What the search's policy slot gets for the baseline ``name`` (removing as many
+        customers per set as the search's learned policy, where it has such a size)."""
+        return self.lightning.baselines[name][1](getattr(self.search, "remove", 15))
+
+    def row(self, policy: Any, trained: bool, reference: torch.Tensor | None
             ) -> dict[str, Any]:
-    """The common test-time search: same instances, initial solutions and steps."""
-    from pyg_routing.data.generators import make_generator
-    from pyg_routing.search import MaxIterations, StepSearch
-
-    device = _device(args)
-    # sampled on the CPU: the same instances as the cached reference on every device
-    inst = make_generator(args.problem, args.num_customers, seed=args.test_seed).sample(
-        args.instances).to(device)
-    if policy is not None:
-        policy = policy.to(device)
-    gen = torch.Generator().manual_seed(args.test_seed)
-    lightning = backbones.get(args.backbone)
-    search = StepSearch(lightning.make_env(), init=args.init, augment=args.augment,
-                        independent_starts=lightning.config_class.independent_starts)
-    res = search.run(inst, policy, MaxIterations(args.steps), generator=gen)
-    cost = res.cost.double().cpu()
-    row: dict[str, Any] = {"objective": float(cost.mean()),
-                           "initial_objective": float(res.initial_cost.double().mean()),
-                           "eval_seconds": res.seconds}
-    if reference is not None:
-        row["gap_percent"] = gap_percent(cost, reference)
-        row["instance_gap_percent"] = instance_gap_percent(cost, reference)
-    return row
+        """One table row: the mean best and initial cost over the test instances."""
+        done, _ = search_jobs(self.args, self.jobs, self.search, self.stop, policy, trained,
+                              self.out)
+        assert done is not None                  # one worker: this process reports
+        rows = [r for job in done for r in job["rows"]]
+        cost = torch.tensor([r["search_objective"] for r in rows], dtype=torch.float64)
+        # the jobs are alike (all instances, or one each): the mean of their float64 means
+        starts = [float(torch.tensor([r["start_objective"] for r in job["rows"]],
+                                     dtype=torch.float64).mean()) for job in done]
+        row: dict[str, Any] = {"objective": float(cost.mean()),
+                               "initial_objective": float(np.mean(starts)),
+                               "eval_seconds": sum(job["seconds"] for job in done),
+                               "iterations": float(np.mean([job["iterations"] for job in done]))}
+        if reference is not None:
+            row["gap_percent"] = gap_percent(cost, reference)
+            row["instance_gap_percent"] = instance_gap_percent(cost, reference)
+        return row
 
 
 def run_compare(args: argparse.Namespace) -> dict[str, Any]:
@@ -152,16 +196,11 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     config = backbones.get(args.backbone).config_class.from_options(args, pe=names[0])
     args.init = args.init or config.init
     preset = config.data_options().get("preset", "paper")
-
-    def search(policy: Any, destroy: str = "random") -> dict[str, Any]:
-        if args.backbone == "nds":      # NDS's ASA (policy or a non-learned destroy)
-            return deconstruction_search(args, policy or destroy, preset, config.remove,
-                                         test_ref)
-        return _search(args, policy, test_ref)
     setting = paper_problem_key(args.problem, args.num_customers)
     paper = MAIN_COMPARISON.get(setting, {})
     out = Path(args.out) / f"compare_{args.backbone}_{args.problem}{args.num_customers}"
     out.mkdir(parents=True, exist_ok=True)
+    search = CompareSearch(args, config, preset, out)
     seeds = parse_seeds(args.seeds, args.seed)
     test_ref = None
     val_ref: dict[int, float] = {}
@@ -177,8 +216,8 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "setting": setting, "backbone": args.backbone, "out": str(out),
         "budget_minutes": args.budget_minutes, "max_epochs": args.epochs, "seeds": seeds,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
-        "init": args.init, "paper_setting": bool(paper), "rows": [], "curves": {},
-        "preset": preset, "search_seconds": getattr(args, "search_seconds", None),
+        "init": args.init, **search.settings(), "paper_setting": bool(paper), "rows": [],
+        "curves": {}, "preset": preset, "search_seconds": args.search_seconds,
         "pe_init": config.pe_init, "ipe_frequencies": config.ipe_frequencies,
         "ipe_amplitude": config.ipe_amplitude,
         "ipe_direction": config.ipe_direction,
@@ -194,9 +233,9 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
                                "family": "Reference", "objective": float(test_ref.mean()),
                                "paper_objective": ref[0]})
     if not args.no_random:
-        for baseline, (method, _) in backbones.get(args.backbone).baselines.items():
-            result["rows"].append({"encoding": baseline, "method": method,
-                                   "family": "Baseline", **search(None, baseline)})
+        for baseline, (method, _) in search.lightning.baselines.items():
+            result["rows"].append({"encoding": baseline, "method": method, "family": "Baseline",
+                                   **search.row(search.baseline(baseline), False, test_ref)})
     for name in names:
         info = encodings.info(name)
         runs, points = [], []
@@ -211,7 +250,8 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
                 ckpt = run["best_checkpoint"]
             policy = backbones.load_policy(ckpt, expect_problem=args.problem, expect_pe=name,
                                            expect_backbone=args.backbone)
-            runs.append({**search(policy), "train_seconds": run["seconds"],
+            runs.append({**search.row(policy, True, test_ref),
+                         "train_seconds": run["seconds"],
                          "epochs": run["epochs"], "optimizer_steps": run["global_step"],
                          "checkpoint": ckpt, "best_val_cost": run["best_val_cost"],
                          "seed": seed})
@@ -326,11 +366,7 @@ def render_markdown(result: dict[str, Any]) -> str:
 
 def write_outputs(result: dict[str, Any], out: Path) -> None:
     """``table.csv``, ``table.md``, ``curves.csv``, ``result.json``, ``gap_vs_time.png``."""
-    with open(out / "table.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(result["rows"])
-    (out / "table.md").write_text(render_markdown(result) + "\n")
+    write_tables(result, out, COLUMNS, render_markdown)
     with open(out / "curves.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["method", "seed", "seconds", "epoch", "step", "cost", "gap_percent"])
@@ -338,7 +374,6 @@ def write_outputs(result: dict[str, Any], out: Path) -> None:
             for p in points:
                 w.writerow([method, p.get("seed", ""), p["seconds"], int(p["epoch"]),
                             int(p["step"]), p["cost"], p.get("gap", "")])
-    (out / "result.json").write_text(json.dumps(result, indent=2))
     from pyg_routing.viz import plot_training_curves
 
     ax = plot_training_curves(result["curves"],

@@ -3,7 +3,7 @@ reference solutions, printed beside the paper's numbers.
 
 Wire into :mod:`pyg_routing.cli` with :func:`add_probe_parser` (a sub-parser named
 ``probe``), :func:`run_probe` (Namespace -> dict) and :func:`render_probe`
-(dict -> text table). Standalone: ``python -m pyg_routing.probes.command ...``.
+(dict -> text table). Standalone: ``python -m pyg_routing.commands.probe ...``.
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def render_probe(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point: ``python -m pyg_routing.probes.command <probe> ...``."""
+    """Standalone entry point: ``python -m pyg_routing.commands.probe <probe> ...``."""
     parser = argparse.ArgumentParser(prog="pyg-routing")
     add_probe_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["probe", *(sys.argv[1:] if argv is None else argv)])

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.distributions import Categorical
 
-from pyg_routing.models.pair_scores import score_pairs
+from pyg_routing.models.dact.pair_scores import score_pairs
 from pyg_routing.models.sampling import sample_categorical
 
 
@@ -23,7 +23,7 @@ class PairDecoder(nn.Module):
     Args:
         dim: node embedding width. heads: compatibility heads.
         hidden: width of the per-pair MLP. clip: logit clipping ``C``.
-        compiled: score pairs with :func:`~pyg_routing.models.pair_scores.compiled_pair_scores`
+        compiled: score pairs with :func:`~pyg_routing.models.dact.pair_scores.compiled_pair_scores`
             (``torch.compile``; several times faster on large ``B * M * M``, same
             values up to float rounding) where no gradient is needed; the first call
             compiles. With gradients both settings take :class:`~pyg_routing.models.

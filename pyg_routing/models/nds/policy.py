@@ -3,10 +3,11 @@
 
 The policy reads an observation of the deconstruction search by duck typing (the
 fields of :class:`pyg_routing.envs.deconstruction.NDSObservation`: ``x [S, M, F]``,
-``pred, succ, tour [S, N]``, ``pe [S, M, w]`` or ``None``, ``route_pos, route_id
-[S, M]``), so this module does not import the environments. One forward is one NDS
+``pred, succ, tour [S, N]``, ``route_pos, route_id [S, M]`` and the route
+quantities its encoding reads); its input width is the environment's
+(``DeconstructionEnv.feature_width``). One forward is one NDS
 iteration's network work: one encoder pass per solution, then ``K`` rollouts of ``k``
-picks each (:class:`~pyg_routing.models.nds_decoder.NDSDecoder`).
+picks each (:class:`~pyg_routing.models.nds.decoder.NDSDecoder`).
 
 Parameter names follow NDS (``encoder.*``, ``decoder.*``, ``start_last_node``), so an
 NDS checkpoint's ``model_state_dict`` loads into ``NDSPolicy.build(problem)`` (``pe =
@@ -20,30 +21,24 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from pyg_routing.data.problems import Problem
-from pyg_routing.models.nds_decoder import Z_DIM, NDSDecoder, sample_z
-from pyg_routing.models.nds_encoder import NDSEncoder
-
-#: problems NDS is defined for, with their customer-feature widths (x, y, demand / C,
-#: then the time window (VRPTW) or the prize (PCVRP))
-NDS_FEATURES = {"cvrp": 3, "vrptw": 5, "pcvrp": 4}
-NDS_PROBLEMS = tuple(NDS_FEATURES)
+from pyg_routing.envs.deconstruction.env import DeconstructionEnv
+from pyg_routing.models.gps_encoder import GPSEncoder, check_encoder
+from pyg_routing.models.nds.decoder import Z_DIM, NDSDecoder, sample_z
+from pyg_routing.models.nds.encoder import NDSEncoder
+from pyg_routing.models.pe.positional import PositionalEncoding
+from pyg_routing.models.policy import RoutingPolicy
 
 
 def nds_problem(problem: Any) -> str:
-    """The problem's name if NDS supports it.
+    """The problem's name if NDS's environment supports it.
 
     Raises:
-        ValueError: any other problem, listing the supported ones.
+        UnsupportedProblemError: any other problem, listing the supported ones.
     """
-    key = str(getattr(problem, "value", problem)).lower()
-    if key not in NDS_FEATURES:
-        raise ValueError(f"NDS supports the problems {', '.join(NDS_PROBLEMS)}; "
-                         f"got {problem!r}")
-    return Problem.parse(key).value
+    return DeconstructionEnv.check_problem(problem).value
 
 
-class NDSPolicy(nn.Module):
+class NDSPolicy(RoutingPolicy):
     r"""NDS's removal policy: :class:`NDSEncoder` + :class:`NDSDecoder` + the learned
     first decoder input ``start_last_node``.
 
@@ -55,12 +50,14 @@ class NDSPolicy(nn.Module):
         problem: the problem's name.
     """
 
-    def __init__(self, encoder: NDSEncoder, decoder: NDSDecoder, problem: Any) -> None:
+    def __init__(self, encoder: NDSEncoder | GPSEncoder, decoder: NDSDecoder,
+                 problem: Any) -> None:
         super().__init__()
         self.problem = nds_problem(problem)
-        if encoder.in_features != NDS_FEATURES[self.problem]:
-            raise ValueError(f"a {self.problem} policy needs an encoder with in_features="
-                             f"{NDS_FEATURES[self.problem]}, got {encoder.in_features}")
+        if encoder.feature_width != DeconstructionEnv.feature_width(self.problem):
+            raise ValueError(f"a {self.problem} policy needs an encoder of "
+                             f"{DeconstructionEnv.feature_width(self.problem)} node features, got "
+                             f"{encoder.feature_width}")
         if encoder.dim != decoder.dim:
             raise ValueError(f"encoder dim {encoder.dim} != decoder dim {decoder.dim}")
         self.encoder = encoder
@@ -69,25 +66,41 @@ class NDSPolicy(nn.Module):
         self.start_last_node = nn.Parameter(torch.zeros(encoder.dim))
 
     @classmethod
-    def build(cls, problem: Any, pe: str = "none", dim: int = 128, heads: int = 8,
-              ff_hidden: int = 512, pe_dim: int = 32, num_bands: int = 4,
+    def build(cls, problem: Any, pe: str | PositionalEncoding = "none", dim: int = 128,
+              heads: int = 8, ff_hidden: int = 512, pe_dim: int = 32, num_bands: int = 4,
               poly_embedding_dim: int = 256, z_dim: int = Z_DIM, logit_clipping: float = 10.0,
-              directed: bool | None = None, **encoder_kwargs: Any) -> NDSPolicy:
+              directed: bool | None = None, encoder: str = "native",
+              **encoder_kwargs: Any) -> NDSPolicy:
         """NDS's policy for ``problem`` with encoding ``pe`` (NDS's sizes by default).
 
         Args:
             problem: cvrp, vrptw or pcvrp (anything else raises ``ValueError``).
-            pe: the encoding (``"none"``: NDS as released).
+            pe: the encoding (``"none"``: NDS as released), or a built
+                :class:`~pyg_routing.models.pe.PositionalEncoding`.
             directed: separate predecessor / successor projections in the
                 message-passing layer (default: NDS's choice, VRPTW only).
-            encoder_kwargs: more :class:`NDSEncoder` arguments (``tour_layer``,
+            encoder: NDS's own encoder (``"native"``) or :class:`GPSEncoder`
+                (``"gps"``: same width and heads, ``encoder_layer_num +
+                encoder_layer_num_2`` layers, the depot marked by a feature channel);
+                the decoder is NDS's either way.
+            encoder_kwargs: more encoder arguments (``tour_layer``,
                 ``message_passing_layer_num``, ``max_route_len``, the encoding's own).
         """
         key = nds_problem(problem)
-        enc = NDSEncoder(in_features=NDS_FEATURES[key],
-                         directed=(key == "vrptw") if directed is None else directed,
-                         dim=dim, heads=heads, ff_hidden=ff_hidden, pe=pe, pe_dim=pe_dim,
-                         num_bands=num_bands, **encoder_kwargs)
+        if check_encoder(encoder) == "gps":
+            if directed is not None or ff_hidden != 512:
+                raise ValueError("directed and ff_hidden are options of NDS's own encoder; "
+                                 "the gps encoder has no such setting")
+            layers = (encoder_kwargs.pop("encoder_layer_num", 2)
+                      + encoder_kwargs.pop("encoder_layer_num_2", 2))
+            enc = GPSEncoder(in_channels=DeconstructionEnv.feature_width(key) + 1, dim=dim,
+                             heads=heads, num_layers=layers, pe=pe, pe_dim=pe_dim,
+                             num_bands=num_bands, mark_depot=True, **encoder_kwargs)
+        else:
+            enc = NDSEncoder(in_features=DeconstructionEnv.feature_width(key),
+                             directed=(key == "vrptw") if directed is None else directed,
+                             dim=dim, heads=heads, ff_hidden=ff_hidden, pe=pe, pe_dim=pe_dim,
+                             num_bands=num_bands, **encoder_kwargs)
         dec = NDSDecoder(dim, heads, poly_embedding_dim, z_dim, logit_clipping)
         return cls(enc, dec, key)
 
@@ -95,11 +108,6 @@ class NDSPolicy(nn.Module):
         self.encoder.reset_parameters()
         self.decoder.reset_parameters()
         nn.init.zeros_(self.start_last_node)
-
-    def embed(self, obs: Any) -> Tensor:
-        """Encoder outputs ``[S, M, dim]`` of the observation."""
-        return self.encoder(obs.x, obs.pred, obs.succ, obs.tour, getattr(obs, "pe", None),
-                            getattr(obs, "route_pos", None), getattr(obs, "route_id", None))
 
     def forward(self, obs: Any, num_rollouts: int, k: int = 15,
                 generator: torch.Generator | None = None, selected: Tensor | None = None,

@@ -7,7 +7,7 @@ import torch
 from torch import Tensor, nn
 
 from pyg_routing.models.attention import RouteAttention
-from pyg_routing.models.synthesis_attention import instance_norm
+from pyg_routing.models.n2s.synthesis_attention import instance_norm
 
 
 class N2SCritic(nn.Module):

@@ -2,7 +2,7 @@
 
 The policy takes the dense fields of an observation (``x, edge_index, pe,
 route_pos, route_id, mask, extra``; see :class:`pyg_routing.envs.Observation`) by duck
-typing, so this module does not import the environments.
+typing; its input width is the 2-opt environment's (``TwoOptEnv.feature_width``).
 """
 
 from __future__ import annotations
@@ -13,14 +13,10 @@ import torch
 from torch import Tensor
 
 from pyg_routing.data.problems import Problem
+from pyg_routing.envs.two_opt.env import TwoOptEnv
+from pyg_routing.models.dact.pair_decoder import PairDecoder, ValueHead
 from pyg_routing.models.gps_encoder import GPSEncoder
-from pyg_routing.models.pair_decoder import PairDecoder, ValueHead
 from pyg_routing.models.policy import ImprovementPolicy
-
-#: node-feature width of the 2-opt environment per problem
-#: (``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``; PDTSP: ``x, y,
-#: role, load, partner x, partner y, is_depot``).
-IN_CHANNELS = {"tsp": 6, "cvrp": 6, "vrptw": 9, "pdtsp": 7}
 
 
 class ObservationLike(Protocol):
@@ -70,13 +66,16 @@ class DACTPolicy(ImprovementPolicy):
     def build(cls, problem: Any = "cvrp", pe: str = "ipexpe", dim: int = 64, heads: int = 4,
               num_layers: int = 3, pe_dim: int = 32, num_bands: int = 4,
               compiled: bool = False, **encoder_kwargs: Any) -> DACTPolicy:
-        """A policy for ``problem`` (a name or a ``Problem``; TSP/CVRP 6 input
-        channels, VRPTW 9) with encoding ``pe``; ``heads`` is used by the encoder
-        and the decoder. Extra keyword arguments go to :class:`GPSEncoder`."""
-        key = str(getattr(problem, "value", problem)).lower()
-        if key not in IN_CHANNELS:
-            raise ValueError(f"DACTPolicy supports {', '.join(IN_CHANNELS)}, not {problem!r}")
-        enc = GPSEncoder(in_channels=IN_CHANNELS[key], dim=dim, heads=heads,
+        """A policy for ``problem`` (a name or a ``Problem`` of the 2-opt environment,
+        whose feature width the encoder reads) with encoding ``pe``; ``heads`` is used
+        by the encoder and the decoder. Extra keyword arguments go to
+        :class:`GPSEncoder`.
+
+        Raises:
+            UnsupportedProblemError: a problem the 2-opt environment does not support.
+        """
+        key = TwoOptEnv.check_problem(problem).value
+        enc = GPSEncoder(in_channels=TwoOptEnv.feature_width(key), dim=dim, heads=heads,
                          num_layers=num_layers, pe=pe, pe_dim=pe_dim, num_bands=num_bands,
                          **encoder_kwargs)
         return cls(enc, decoder_heads=heads, compiled=compiled, problem=key)
@@ -85,11 +84,6 @@ class DACTPolicy(ImprovementPolicy):
         self.encoder.reset_parameters()
         self.decoder.reset_parameters()
         self.critic.reset_parameters()
-
-    def embed(self, obs: ObservationLike) -> Tensor:
-        """Node embeddings ``[B, M, dim]``."""
-        return self.encoder.forward_dense(obs.x, obs.edge_index, obs.pe, obs.route_pos,
-                                          obs.route_id, succ=getattr(obs, "succ", None))
 
     def decode(self, h: Tensor, obs: ObservationLike, action: Tensor | None, greedy: bool,
                generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:

@@ -43,10 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pyg_routing import encodings
-from pyg_routing.models.pe.parts import build_encoding
+from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
 from pyg_routing.models.pe.rope import RotaryPE
-from pyg_routing.transforms import EncodingInputs
 
 
 class AddAndInstanceNormalization(nn.Module):
@@ -222,7 +220,8 @@ class NDSEncoder(nn.Module):
             solution layers (NDS: 2, 2).
         tour_layer: use the tour-sum layer (NDS: True).
         message_passing_layer_num: neighbour layers (NDS: 1).
-        pe: encoding name (:mod:`pyg_routing.encodings`); ``"none"`` is NDS.
+        pe: encoding name (:mod:`pyg_routing.encodings`; ``"none"`` is NDS), or a
+            built :class:`~pyg_routing.models.pe.PositionalEncoding`.
         pe_dim: width of node codes (IPE+XPE adds ``2 * num_bands``).
         num_bands: XPE bands. max_route_len: APE table size.
         pe_kwargs: extra arguments of the encoding's transform or module.
@@ -237,18 +236,18 @@ class NDSEncoder(nn.Module):
     def __init__(self, in_features: int = 3, directed: bool = False, dim: int = 128,
                  heads: int = 8, ff_hidden: int = 512, encoder_layer_num: int = 2,
                  encoder_layer_num_2: int = 2, tour_layer: bool = True,
-                 message_passing_layer_num: int = 1, pe: str = "none", pe_dim: int = 32,
+                 message_passing_layer_num: int = 1,
+                 pe: str | PositionalEncoding = "none", pe_dim: int = 32,
                  num_bands: int = 4, max_route_len: int = 512, **pe_kwargs: Any) -> None:
         super().__init__()
-        spec = encodings.info(pe)
-        self.pe, self.kind = spec.name, spec.kind
         self.in_features, self.dim, self.heads = in_features, dim, heads
         self.directed = directed
-        parts = build_encoding(spec.name, dim=dim, heads=heads, pe_dim=pe_dim,
-                               num_bands=num_bands, max_route_len=max_route_len, **pe_kwargs)
-        self.node_pe, self.ape, self.bias = parts.node_pe, parts.ape, parts.bias
-        self.rotary = parts.rotary
-        self.pe_width = parts.width
+        self.positional = PositionalEncoding.build(pe, dim=dim, heads=heads, pe_dim=pe_dim,
+                                                   num_bands=num_bands,
+                                                   max_route_len=max_route_len, **pe_kwargs)
+        self.pe, self.kind = self.positional.name, self.positional.kind
+        self.rotary = self.positional.rotary
+        self.pe_width = self.positional.width
         self.embedding_depot = nn.Linear(2 + self.pe_width, dim)
         self.embedding_node = nn.Linear(in_features + self.pe_width, dim)
         self.layers = nn.ModuleList(EncoderLayer(dim, heads, ff_hidden)
@@ -258,39 +257,26 @@ class NDSEncoder(nn.Module):
                                        for _ in range(message_passing_layer_num))
         self.layers_2 = nn.ModuleList(EncoderLayer(dim, heads, ff_hidden)
                                       for _ in range(encoder_layer_num_2))
+        accept_legacy_keys(self)
 
     def reset_parameters(self) -> None:
         for mod in (self.embedding_depot, self.embedding_node, *self.layers, self.tour_layer,
-                    *self.mp_layers, *self.layers_2, self.ape, self.bias):
+                    *self.mp_layers, *self.layers_2, self.positional):
             if mod is not None:
                 mod.reset_parameters()
 
-    def node_code(self, inputs: EncodingInputs) -> Tensor | None:
-        """The node code this encoder reads, from batched route quantities (the
-        encoding seam, :meth:`NodeEncoding.code`): flat ``[S * M, w]``; ``None`` for
-        the kinds that read positions instead (APE, bias, RoPE, none)."""
-        return None if self.node_pe is None else self.node_pe.code(inputs)
+    @property
+    def feature_width(self) -> int:
+        """Width of the observation's node features ``x`` this encoder reads."""
+        return self.in_features
 
-    def train(self, mode: bool = True) -> NDSEncoder:
-        """Also switches the node transform's mode (Laplacian PE's sign flips)."""
-        super().train(mode)
-        if hasattr(self.node_pe, "train"):
-            self.node_pe.train(mode)
-        return self
-
-    def _code(self, pe: Tensor | None, route_pos: Tensor | None) -> Tensor | None:
-        if self.ape is not None:
-            if route_pos is None:
-                raise ValueError("encoding 'ape' needs route_pos [B, M]")
-            return self.ape(route_pos)
-        if self.node_pe is None:
-            return None
-        if pe is None:
-            raise ValueError(f"encoding {self.pe!r} needs its node code `pe` [B, M, w]")
-        if pe.size(-1) != self.pe_width:
-            raise ValueError(f"pe has {pe.size(-1)} channels, but NDSEncoder(pe={self.pe!r}) "
-                             f"was built for {self.pe_width}")
-        return pe
+    def forward_observation(self, obs: Any) -> Tensor:
+        """:meth:`forward` on an observation of the deconstruction search (``x, pred,
+        succ, tour, route_pos, route_id`` and the route quantities or node code)."""
+        dtype = self.embedding_node.weight.dtype
+        return self(obs.x.to(dtype), obs.pred, obs.succ, obs.tour,
+                    self.positional.observed_code(obs, dtype), getattr(obs, "route_pos", None),
+                    getattr(obs, "route_id", None))
 
     def forward(self, x: Tensor, pred: Tensor, succ: Tensor, tour: Tensor,
                 pe: Tensor | None = None, route_pos: Tensor | None = None,
@@ -303,9 +289,9 @@ class NDSEncoder(nn.Module):
         for name, t in (("pred", pred), ("succ", succ), ("tour", tour)):
             if t.shape != (b, m - 1):
                 raise ValueError(f"{name} must be [B, N] = {(b, m - 1)}, got {tuple(t.shape)}")
-        if self.kind in ("bias", "rotary") and route_pos is None:
+        if self.positional.reads_positions and route_pos is None:
             raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
-        code = self._code(pe, route_pos)
+        code = self.positional.node_code(pe, route_pos, type(self).__name__)
         depot, cust = x[:, :1, :2], x[:, 1:]
         if code is not None:
             code = code.to(x.dtype)
@@ -313,11 +299,11 @@ class NDSEncoder(nn.Module):
             cust = torch.cat([cust, code[:, 1:]], dim=-1)
         h = torch.cat([self.embedding_depot(depot), self.embedding_node(cust)], dim=1)
         bias = None
-        if self.bias is not None:
-            if route_id is None and self.bias.needs_route_id:
+        if self.positional.bias is not None:
+            if route_id is None and self.positional.bias.needs_route_id:
                 raise ValueError(f"encoding {self.pe!r} needs route_id [B, M]")
             rid = torch.full_like(route_pos, -1) if route_id is None else route_id
-            bias = self.bias(route_pos, rid)                     # [B, H, M, M], once
+            bias = self.positional.attention_bias(route_pos, rid)   # [B, H, M, M], once
         for layer in self.layers:
             h = layer(h, bias, route_pos, self.rotary)
         if self.tour_layer is not None:

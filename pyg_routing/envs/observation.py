@@ -1,0 +1,116 @@
+"""The one builder of what node encodings read of a search state: route quantities in.
+
+Every environment computes the route quantities of its solutions
+(:class:`~pyg_routing.data.route_quantities.RouteQuantities`, flat over its ``B * M``
+nodes) and hands :func:`encoding_inputs` of them to its observation; it never calls
+into a model. The policy's :class:`~pyg_routing.models.pe.PositionalEncoding` turns
+them into a node code when its encoding has one (the same
+:meth:`~pyg_routing.transforms.NodeEncoding.code` call a PyG transform makes on a
+``RoutingData``). :func:`tour_route_quantities` and :func:`tour_encoding_inputs` do it
+for the states that keep each solution as one cycle with depot copies (2-opt, pair
+reinsertion).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from pyg_routing.data.route_quantities import RouteQuantities
+from pyg_routing.data.route_quantities import route_quantities as _route_quantities
+from pyg_routing.functional._route_graph import RouteGraph, route_graph
+from pyg_routing.transforms import EncodingInputs
+
+#: a graph's arcs, or a function computing them when a graph encoding asks (lazy)
+Arcs = Tensor | Callable[[], Tensor]
+
+
+def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
+                    direction_sensitive: bool, graph_arcs: Arcs, graph_size: int, *,
+                    graph_batch: Tensor | None = None,
+                    graph_depot_mask: Tensor | None = None,
+                    graph_node: Tensor | None = None,
+                    dtype: torch.dtype | None = None) -> EncodingInputs:
+    """The node encodings' inputs of ``G = num_graphs`` solutions of ``M`` nodes each.
+
+    Args:
+        rq: the solutions' route quantities, flat ``[G * M]``.
+        depot_mask: ``[G * M]`` bool, True at depots (and depot copies).
+        direction_sensitive: whether the problem tells a route from its reversal
+            (IPE's ``direction="auto"``).
+        graph_arcs: the route graph's arcs ``[2, E]`` over ``G * graph_size`` nodes (or a
+            function computing them: only the graph encodings read them).
+        graph_size: nodes per graph of the route graph (``M``, or fewer when depot
+            copies are merged into one depot).
+        graph_batch, graph_depot_mask: the route graph's node batch and depot mask
+            (``None``: derived by :func:`route_graph`).
+        graph_node: ``[G * M]`` route-graph node each node reads its code from.
+        dtype: floating dtype of the codes.
+    """
+    dev = depot_mask.device
+    m = depot_mask.numel() // max(num_graphs, 1)
+    ptr = torch.arange(num_graphs + 1, device=dev) * graph_size
+
+    def graph(by: str = "") -> RouteGraph:
+        arcs = graph_arcs() if callable(graph_arcs) else graph_arcs
+        return route_graph(arcs, num_graphs * graph_size, graph_batch, ptr, graph_depot_mask)
+
+    return EncodingInputs(
+        depot_angle=rq.depot_angle, depot_mask=depot_mask,
+        direction_sensitive=torch.full((num_graphs,), direction_sensitive, device=dev),
+        batch=torch.arange(num_graphs, device=dev).repeat_interleave(m),
+        route_pos=rq.route_pos, route_id=rq.route_id, cum_dist=rq.cum_dist,
+        route_length=rq.route_length, route_graph=graph, graph_node=graph_node, dtype=dtype)
+
+
+def tour_route_quantities(state: Any) -> RouteQuantities:
+    """Route quantities of a cycle state (``order, pos, depot_mask [B, M]``), flat
+    ``[B * M]`` (node ``b * M + v``).
+
+    The arcs are listed in cycle order (``order`` starts at depot copy 0), which is
+    route order, so :func:`~pyg_routing.data.route_quantities.route_quantities` takes
+    its segment-cumsum path with no pointer jumping. Route ids follow the cycle;
+    empty routes are skipped. ``depot_angle`` is measured from copy 0.
+    """
+    b, m = state.order.shape
+    off = (torch.arange(b, device=state.device) * m).unsqueeze(1)
+    edge_index = torch.stack([(state.order + off).reshape(-1),
+                              (state.order.roll(-1, dims=1) + off).reshape(-1)])
+    batch = torch.arange(b, device=state.device).repeat_interleave(m)
+    # The instances were checked when the search started; no per-step check.
+    return _route_quantities(state.pos.reshape(b * m, 2), edge_index,
+                             state.depot_mask.reshape(-1), batch, b, validate=False)
+
+
+def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
+                         dtype: torch.dtype | None = None) -> EncodingInputs:
+    """:func:`encoding_inputs` of a cycle state with ``K = state.num_depots`` depot
+    copies (nodes ``0 .. K-1``).
+
+    Depot copies are depots for every encoding (within-route position 0, route id
+    -1). The graph encodings are defined on the route graph in ORIGINAL node ids,
+    where all copies are one depot: that merged graph (``N = M - K + 1`` nodes per
+    instance) is what they read, and every copy takes the depot's code.
+    """
+    b, m = state.order.shape
+    rq = tour_route_quantities(state) if rq is None else rq
+    k = state.num_depots
+    n = m - k + 1
+    dev = state.device
+    # Merged route graph: copy -> 0, customer v -> v - K + 1 (original ids).
+    graph_node = (torch.arange(m, device=dev) - (k - 1)).clamp(min=0)
+    offsets = (torch.arange(b, device=dev) * n).unsqueeze(1)
+
+    def merged_arcs() -> Tensor:
+        orig = (state.order - (k - 1)).clamp(min=0)
+        # Arcs in cycle order = route order (the cycle starts at copy 0); the
+        # depot -> depot arcs of empty routes are ignored by the route graph.
+        return torch.stack([(orig + offsets).reshape(-1),
+                            (orig.roll(-1, dims=1) + offsets).reshape(-1)])
+
+    return encoding_inputs(rq, state.depot_mask.reshape(-1), b,
+                           state.problem.direction_sensitive, merged_arcs, n,
+                           graph_node=(offsets + graph_node).reshape(-1), dtype=dtype)
