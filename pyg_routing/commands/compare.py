@@ -146,6 +146,7 @@ class CompareSearch:
         options = {"init": args.init,
                    **{name: getattr(args, f"search_{name}") for name in SEARCH_OPTIONS}}
         self.search = self.lightning.test_search(config, args.augment, options)
+        self.lightning.check_policy_search(self.search)     # every row but the baselines'
         self.stop = budget(args.steps, args.search_seconds)
         # evaluate's job options: one worker on --accelerator, the test instances
         self.args = argparse.Namespace(
@@ -199,8 +200,8 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     setting = paper_problem_key(args.problem, args.num_customers)
     paper = MAIN_COMPARISON.get(setting, {})
     out = Path(args.out) / f"compare_{args.backbone}_{args.problem}{args.num_customers}"
+    search = CompareSearch(args, config, preset, out)        # builds the test instances
     out.mkdir(parents=True, exist_ok=True)
-    search = CompareSearch(args, config, preset, out)
     seeds = parse_seeds(args.seeds, args.seed)
     test_ref = None
     val_ref: dict[int, float] = {}

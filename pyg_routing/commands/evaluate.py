@@ -171,6 +171,8 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any] | None:
     refuse_foreign_options(args, backbone)
     options = {k: getattr(args, k) for k in SEARCH_OPTIONS}
     search = lightning.test_search(config, args.augment, options)
+    if trained is not None:
+        lightning.check_policy_search(search)
     policy = trained if trained is not None else \
         lightning.baselines[args.policy][1](args.remove or 15)
     stop = budget(args.steps, args.search_seconds)

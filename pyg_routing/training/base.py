@@ -94,6 +94,11 @@ class ImprovementLightning(L.LightningModule):
                           independent_starts=independent)
 
     @classmethod
+    def check_policy_search(cls, search: Search) -> None:
+        """Refuse, before any training or search, a test search that a trained policy of
+        this backbone cannot run (default: every search it builds can)."""
+
+    @classmethod
     def search_settings(cls, search: Search) -> dict[str, Any]:
         """What a result table says of the test search."""
         return {"init": search.init,

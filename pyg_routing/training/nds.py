@@ -50,6 +50,7 @@ from pyg_routing.envs.deconstruction import (
     SISRDestroy,
 )
 from pyg_routing.models import NDSPolicy
+from pyg_routing.models.nds.decoder import Z_DIM
 from pyg_routing.search import DestroyRepairSearch, TemperatureSchedule
 from pyg_routing.training.base import ImprovementLightning
 from pyg_routing.training.config import TrainConfig, encoder_option, option, refuse_gps_options
@@ -206,6 +207,15 @@ class NDSLightning(ImprovementLightning):
         return DestroyRepairSearch(augment=augment, rollouts=options.get("rollouts") or 200,
                                    recreate_n=options.get("recreate") or config.recreate,
                                    remove=options.get("remove") or config.remove)
+
+    @classmethod
+    def check_policy_search(cls, search: DestroyRepairSearch) -> None:
+        """A trained policy samples each slot's sets from distinct latents: at most
+        ``2 ** Z_DIM`` (1024) per iteration (the non-learned destroys take more)."""
+        if search.rollouts > 2 ** Z_DIM:
+            raise ValueError(f"rollouts={search.rollouts}: a trained NDS policy samples at "
+                             f"most {2 ** Z_DIM} removal sets per slot and iteration "
+                             f"(distinct {Z_DIM}-bit latents)")
 
     @classmethod
     def search_settings(cls, search: DestroyRepairSearch) -> dict[str, Any]:

@@ -253,3 +253,18 @@ def test_select_best_tests_the_checkpoint_of_the_lowest_validation_cost(tmp_path
     saved = torch.load(run["checkpoint"], map_location="cpu", weights_only=False)
     assert saved["epoch"] == val.index(min(val))
     assert "best-validation checkpoints" in (out / "table.md").read_text().splitlines()[0]
+
+
+def test_compare_refuses_a_test_search_option_before_training(tmp_path, capsys):
+    """Issue 27: every option, test-time ones included, is checked before the first
+    training run: nothing is trained, nothing is written."""
+    from pyg_routing.cli import main as cli
+
+    code = cli(["compare", "--backbone", "nds", "--problem", "cvrp", "--num-customers", "20",
+                "--remove", "3", "--pe", "none", "--epochs", "1", "--batches-per-epoch", "1",
+                "--batch-size", "2", "--val-size", "2", "--instances", "2", "--steps", "2",
+                "--accelerator", "cpu", "--no-progress", "--reference", "none",
+                "--search-rollouts", "2000", "--out", str(tmp_path)])
+    assert code == 2
+    assert "rollouts=2000: a trained NDS policy samples at most 1024" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
