@@ -13,6 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from lightning.fabric.utilities.exceptions import MisconfigurationException
+
 from pyg_routing.commands.compare import add_compare_parser, render_markdown, run_compare
 from pyg_routing.commands.evaluate import add_evaluate_parser, run_evaluate
 from pyg_routing.commands.probe import add_probe_parser, render_probe, run_probe
@@ -22,7 +24,14 @@ from pyg_routing.commands.train import add_train_parser, run_train
 from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.data.presets import PRESETS
 from pyg_routing.errors import RoutingError
-from pyg_routing.training.fit import count, positive
+from pyg_routing.training.fit import (
+    count,
+    one_line,
+    positive,
+    record_given,
+    refuse_given,
+    seed_value,
+)
 
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:
@@ -31,10 +40,10 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
                    help="customers per instance (TSP: cities)")
     p.add_argument("--num-instances", type=count(1), default=1000,
                    help="number of instances")
-    p.add_argument("--seed", type=int, default=0, help="generator seed")
+    p.add_argument("--seed", type=seed_value, default=0, help="generator seed")
     p.add_argument("--distribution", choices=("uniform", "clustered"), default="uniform",
                    help="customer layout")
-    p.add_argument("--capacity", type=float, default=None,
+    p.add_argument("--capacity", type=positive, default=None,
                    help="vehicle capacity (default: the paper's C(n))")
     p.add_argument("--preset", choices=tuple(PRESETS), default="paper",
                    help="data family: paper (App. F), nds (NDS's data), nds_low_capacity, "
@@ -48,7 +57,31 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
 
 class _Parser(argparse.ArgumentParser):
     """An argparse parser whose usage errors are one line on stderr (exit 2), like
-    the commands' own errors."""
+    the commands' own errors; it takes no abbreviated option (``--time`` is not
+    ``--time-limit``) and records which options the user typed
+    (:func:`~pyg_routing.training.fit.given`), so a command can refuse one that does
+    not apply. Its sub-parsers are of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        arg_strings = list(sys.argv[1:] if args is None else args)
+        namespace, extras = super().parse_known_args(arg_strings, namespace)
+        record_given(self, arg_strings, namespace)
+        return namespace, extras
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:            # named by the command they were given to
+            command = getattr(namespace, "command", None)
+            prog = f"{self.prog} {command}" if command else self.prog
+            self.exit(2, f"{prog}: error: unrecognized arguments: {' '.join(extras)}\n")
+        return namespace
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -78,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds per instance")
     solve.add_argument("--workers", type=count(1), default=None,
                        help="processes (default: all cores)")
-    solve.add_argument("--solver-seed", type=int, default=0, help="solver seed")
+    solve.add_argument("--solver-seed", type=seed_value, default=0, help="solver seed")
     solve.add_argument("--instance", default=None,
                        help="a benchmark instance path or name (e.g. X-n101-k25) to solve "
                             "instead of a generated dataset")
@@ -122,8 +155,15 @@ def cmd_generate(args: argparse.Namespace) -> dict[str, Any]:
     return _dataset_report(ds)
 
 
+#: the options of a generated dataset, which ``solve --instance`` does not take
+DATASET_OPTIONS = ("problem", "num_customers", "num_instances", "seed", "distribution",
+                   "capacity", "preset", "exact", "workers", "root")
+
+
 def cmd_solve(args: argparse.Namespace) -> dict[str, Any]:
     if args.instance is not None:
+        refuse_given(args, DATASET_OPTIONS, "does not apply with --instance (the benchmark "
+                                            "instance is solved as it is, uncached)")
         return _solve_benchmark(args)
     from pyg_routing.data.dataset import RoutingDataset
 
@@ -220,11 +260,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # With --json, stdout carries the JSON alone: whatever the command or a library
     # prints on the way (Lightning's progress bars, tqdm, notices) goes to stderr.
     quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+    # Lightning's MisconfigurationException: a Trainer option that Lightning refuses
+    # after the commands' own check (fit.check_trainer) is still one line
+    refused = (RoutingError, ValueError, OSError, NotImplementedError,
+               MisconfigurationException)
     try:
         with quiet:
             result = COMMANDS[args.command](args)
-    except (RoutingError, ValueError, OSError, NotImplementedError) as exc:
-        print(f"pyg-routing {args.command}: error: {exc}", file=sys.stderr)
+    except refused as exc:
+        print(f"pyg-routing {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     if result is None:                    # a worker rank of a distributed command
         return 0

@@ -48,6 +48,12 @@ class CorruptFileError(RoutingError):
     but cannot be read: truncated, garbage bytes, or a different kind of file."""
 
 
+class UntrustedFileError(CorruptFileError):
+    """A PyTorch file (checkpoint, dataset cache) holds a type that loading without
+    trust refuses (anything but tensors, numbers, strings and containers): loading it
+    would run code from the file. The message names the file and the type."""
+
+
 def where(instance: str | int | None = None, route: int | None = None,
           node: int | None = None) -> str:
     """Format a location prefix such as ``"instance 3, route 1, node 17: "``."""

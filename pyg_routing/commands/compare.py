@@ -36,7 +36,9 @@ import torch
 
 from pyg_routing import encodings
 from pyg_routing.commands.evaluate import SEARCH_OPTIONS as EVALUATE_SEARCH_OPTIONS
-from pyg_routing.commands.search import generated_jobs, search_jobs, write_tables
+from pyg_routing.commands.evaluate import build_test_search, check_init
+from pyg_routing.commands.jobs import check_policy_search, generated_jobs, search_jobs
+from pyg_routing.commands.search import write_tables
 from pyg_routing.commands.train import (
     REFERENCE_METHODS,
     add_problem_options,
@@ -51,9 +53,13 @@ from pyg_routing.training.fit import (
     VAL_SEED_OFFSET,
     add_backbone_option,
     add_training_options,
+    check_trainer,
     count,
     fit,
     positive,
+    refuse_given,
+    seed_value,
+    training_seeds,
 )
 
 #: CSV columns, in order.
@@ -98,7 +104,7 @@ def add_compare_parser(sub: Any) -> None:
     add_training_options(p, {"batch_size": 64, "t_train": 40, "val_steps": 100},
                          batches_per_epoch=5, val_size=64)
     p.set_defaults(epochs=1000)
-    p.add_argument("--seeds", default=None,
+    p.add_argument("--seeds", type=training_seeds, default=None,
                    help="comma-separated training seeds (default: --seed); every encoding "
                         "is trained once per seed, the table gives mean ± std over seeds")
     p.add_argument("--instances", type=count(1), default=256, help="held-out test instances")
@@ -108,7 +114,8 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--init", choices=init_choices(), default=None,
                    help="initial test solutions (default: those of training, random; "
                         "nearest_neighbor for VRPTW)")
-    p.add_argument("--test-seed", type=int, default=1234, help="seed of the test instances")
+    p.add_argument("--test-seed", type=seed_value, default=1234,
+                   help="seed of the test instances")
     add_reference_option(p)
     p.add_argument("--time-limit", type=positive, default=0.2,
                    help="reference solver seconds per instance")
@@ -145,8 +152,9 @@ class CompareSearch:
         self.lightning = backbones.get(args.backbone)
         options = {"init": args.init,
                    **{name: getattr(args, f"search_{name}") for name in SEARCH_OPTIONS}}
-        self.search = self.lightning.test_search(config, args.augment, options)
-        self.lightning.check_policy_search(self.search)     # every row but the baselines'
+        self.search = build_test_search(self.lightning, config, args.augment, options)
+        # every row but the baselines'
+        check_policy_search(self.lightning, self.search, {"rollouts": "--search-rollouts"})
         self.stop = budget(args.steps, args.search_seconds)
         # evaluate's job options: one worker on --accelerator, the test instances
         self.args = argparse.Namespace(
@@ -194,7 +202,13 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
 
     names = parse_encodings(args.pe)
     # Every option is checked before the first reference solve or training run.
+    if args.reference == "none":
+        refuse_given(args, ("time_limit",), "does not apply with --reference none (no "
+                                            "reference is solved)")
+    check_init(backbones.get(args.backbone), args.init)
     config = backbones.get(args.backbone).config_class.from_options(args, pe=names[0])
+    check_trainer(args.accelerator, args.devices, strategy=args.strategy,
+                  precision=args.precision)
     args.init = args.init or config.init
     preset = config.data_options().get("preset", "paper")
     setting = paper_problem_key(args.problem, args.num_customers)
@@ -272,17 +286,18 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def parse_seeds(value: str | None, default: int) -> list[int]:
-    """``"0,1,2"`` -> ``[0, 1, 2]``; ``None`` -> ``[default]``."""
+def parse_seeds(value: str | list[int] | None, default: int) -> list[int]:
+    """``"0,1,2"`` -> ``[0, 1, 2]`` (:func:`~pyg_routing.training.fit.training_seeds`,
+    the ``--seeds`` option's type; a list it made is returned as it is); ``None`` ->
+    ``[default]``."""
     if value is None:
         return [default]
+    if isinstance(value, list):
+        return value
     try:
-        seeds = [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"--seeds must be comma-separated integers, got {value!r}") from None
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds needs distinct integers, got {value!r}")
-    return seeds
+        return training_seeds(value)
+    except argparse.ArgumentTypeError as err:
+        raise ValueError(f"--seeds {err}") from None
 
 
 def _aggregate(runs: list[dict[str, Any]], reference: torch.Tensor | None) -> dict[str, Any]:

@@ -27,10 +27,13 @@ from typing import Any
 
 import torch
 
-from pyg_routing.commands.search import (
+from pyg_routing.commands.jobs import (
     add_instance_options,
     add_reference,
+    check_policy_search,
+    check_remove,
     generated_jobs,
+    refuse_instance_options,
     search_jobs,
     x_jobs,
 )
@@ -38,7 +41,7 @@ from pyg_routing.commands.train import add_reference_option, problem_defaults
 from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.training import backbones
 from pyg_routing.training.config import GivenOption, refuse_foreign_options
-from pyg_routing.training.fit import count, positive
+from pyg_routing.training.fit import count, given, positive, refuse_given
 
 #: the test-search options, each declared for the backbones that list it
 SEARCH_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -74,6 +77,7 @@ def add_evaluate_parser(sub: Any) -> None:
         "evaluate", help="search held-out instances with a trained policy or a baseline",
         description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("--checkpoint", default=None, help="a `pyg-routing train` checkpoint")
+    backbones.add_trust_option(p)
     names = sorted({n for b in backbones.available() for n in backbones.get(b).baselines})
     p.add_argument("--policy", choices=("checkpoint", *names), default="checkpoint",
                    help="checkpoint, or a non-learned baseline of the backbone")
@@ -133,7 +137,8 @@ def _policy_and_backbone(args: argparse.Namespace
         return lightning, lightning.config_class(problem=args.problem or "cvrp"), None, args
     if args.checkpoint is None:
         raise ValueError("evaluate needs --checkpoint (or a baseline: --policy random)")
-    ckpt = backbones.read_checkpoint(args.checkpoint)
+    ckpt = backbones.read_checkpoint(args.checkpoint,
+                                     trust=getattr(args, "trust_checkpoint", False))
     hp = ckpt["hyper_parameters"]
     if args.backbone is not None and args.backbone != hp["backbone"]:
         raise ValueError(f"--backbone {args.backbone} conflicts with checkpoint "
@@ -154,14 +159,40 @@ def _policy_and_backbone(args: argparse.Namespace
     return lightning, config, policy, args
 
 
+def check_init(lightning: Any, init: str | None) -> None:
+    """Refuse, naming ``--init``, initial solutions the backbone's environment does not
+    start from."""
+    inits = lightning.make_env().inits
+    if init is not None and init not in inits:
+        raise ValueError(f"--init {init}: the {lightning.config_class.backbone} backbone "
+                         f"starts from {', '.join(inits)}")
+
+
+def build_test_search(lightning: Any, config: Any, augment: int,
+                      options: dict[str, Any]) -> Any:
+    """The backbone's test search (:meth:`ImprovementLightning.test_search`) of
+    ``evaluate`` and ``compare``, refusing by option name, before any search, an
+    ``--init`` the backbone's environment does not start from and an ``--augment`` the
+    search cannot run (the step search: 1..8 symmetric copies; NDS's slots have no
+    such bound)."""
+    check_init(lightning, options.get("init"))
+    try:
+        return lightning.test_search(config, augment, options)
+    except ValueError as err:
+        if str(err).startswith("augment "):
+            raise ValueError(f"--augment {augment}: {err}") from None
+        raise
+
+
 def run_evaluate(args: argparse.Namespace) -> dict[str, Any] | None:
     from pyg_routing.search import budget, gap_percent, instance_gap_percent
 
-    if args.benchmark and (args.problem or args.num_customers or args.exact):
-        raise ValueError("--benchmark x fixes the problem and the sizes: --problem, "
-                         "--num-customers and --exact do not apply")
+    refuse_instance_options(args, ("time_limit",))
     args = argparse.Namespace(**vars(args))
     if args.device is not None:
+        if given(args, "accelerator"):
+            raise ValueError(f"--device {args.device} is the former spelling of "
+                             f"--accelerator; give one of them")
         args.accelerator = {"cuda": "gpu"}.get(args.device, args.device)
     if args.accelerator == "gpu" and not torch.cuda.is_available():
         raise ValueError(f"--{'device cuda' if args.device else 'accelerator gpu'}: no CUDA "
@@ -169,10 +200,20 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any] | None:
     lightning, config, trained, args = _policy_and_backbone(args)
     backbone = lightning.config_class.backbone
     refuse_foreign_options(args, backbone)
+    if trained is None:
+        refuse_given(args, ("any_size", "compile", "trust_checkpoint", "accelerator",
+                            "device"),
+                     f"applies to a trained policy (--checkpoint) only; the --policy "
+                     f"{args.policy} baseline has none and runs on the CPU")
+    elif args.benchmark:
+        refuse_given(args, ("any_size",), "does not apply with --benchmark x (the "
+                                          "checkpoint's size is not checked there)")
+    if args.augment == 1:
+        refuse_given(args, ("starts",), "does not apply with --augment 1 (no copies)")
     options = {k: getattr(args, k) for k in SEARCH_OPTIONS}
-    search = lightning.test_search(config, args.augment, options)
+    search = build_test_search(lightning, config, args.augment, options)
     if trained is not None:
-        lightning.check_policy_search(search)
+        check_policy_search(lightning, search, {"rollouts": "--rollouts"})
     policy = trained if trained is not None else \
         lightning.baselines[args.policy][1](args.remove or 15)
     stop = budget(args.steps, args.search_seconds)
@@ -182,6 +223,9 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any] | None:
         workers = args.devices * args.num_nodes
         size = 1 if lightning.budget_per_instance else -(-args.instances // workers)
         jobs = generated_jobs(args, size)
+    if "remove" in lightning.search_options:        # the removal sets fit the instances
+        check_remove(args, jobs, search.remove if trained is not None else args.remove or 15,
+                     "policy" if trained is not None else args.policy)
     setting = "X" if args.benchmark else f"{args.problem}{args.num_customers}"
     out = Path(args.out or f"runs/eval_{backbone}_{setting.lower()}_{args.policy}")
     done, ran = search_jobs(args, jobs, search, stop, policy, trained is not None, out)

@@ -20,26 +20,39 @@ from pyg_routing.probes import paper_values as paper
 from pyg_routing.probes.anisometry import DEFINITION as ANISOMETRY_DEFINITION
 from pyg_routing.probes.entropy import DEFINITION as ENTROPY_DEFINITION
 from pyg_routing.probes.spearman import DEFINITION as SPEARMAN_DEFINITION
+from pyg_routing.training.fit import count, positive, seed_value
 
 PROBES = ("anisometry", "entropy", "spearman")
 
 
 def _common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--problem", choices=PROBLEMS, default="cvrp", help="routing problem")
-    p.add_argument("--num-customers", type=int, default=100, help="customers per instance")
-    p.add_argument("--instances", "--num-instances", dest="num_instances", type=int,
+    p.add_argument("--num-customers", type=count(1), default=100,
+                   help="customers per instance")
+    p.add_argument("--instances", "--num-instances", dest="num_instances", type=count(1),
                    default=1000, help="number of instances (paper: 1000)")
-    p.add_argument("--seed", type=int, default=0, help="instance generator seed")
+    p.add_argument("--seed", type=seed_value, default=0, help="instance generator seed")
     p.add_argument("--distribution", choices=("uniform", "clustered"), default="uniform",
                    help="customer layout")
     p.add_argument("--solver", default="pyvrp",
                    help="reference solver: pyvrp (HGS, default), ortools, auto, or a quick "
                         "constructive heuristic (nearest_neighbor, sweep, insertion)")
-    p.add_argument("--time-limit", type=float, default=1.0, help="solver seconds per instance")
-    p.add_argument("--workers", type=int, default=None, help="solver processes (default: all)")
+    p.add_argument("--time-limit", type=positive, default=1.0,
+                   help="solver seconds per instance")
+    p.add_argument("--workers", type=count(1), default=None,
+                   help="solver processes (default: all)")
     p.add_argument("--root", default="data", help="dataset folder (solutions are cached)")
     p.add_argument("--no-progress", action="store_true", help="hide the solver progress bar")
     p.add_argument("--json", action="store_true", help="print a JSON object")
+
+
+def _even_width(value: str) -> int:
+    """An argparse type: an even integer >= 2 (the sinusoidal encodings' sine/cosine
+    channel pairs)."""
+    width = count(2)(value)
+    if width % 2:
+        raise argparse.ArgumentTypeError(f"must be an even integer >= 2, got {width}")
+    return width
 
 
 def add_probe_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -47,27 +60,32 @@ def add_probe_parser(subparsers: Any) -> argparse.ArgumentParser:
     probe = subparsers.add_parser(
         "probe", help="the paper's probes (Tab. 1, hierarchy entropy, Tab. 3)",
         description="Run one of the paper's probes on cached reference solutions and print "
-                    "our numbers beside the paper's.")
+                    "our numbers beside the paper's.", allow_abbrev=False)
     kinds = probe.add_subparsers(dest="probe", required=True)
     raw = argparse.RawDescriptionHelpFormatter
     a = kinds.add_parser("anisometry", help="CV, max/min and residual MAD of routes (Tab. 1)",
-                         description=ANISOMETRY_DEFINITION, formatter_class=raw)
+                         description=ANISOMETRY_DEFINITION, formatter_class=raw,
+                         allow_abbrev=False)
     _common_args(a)
     e = kinds.add_parser("entropy", help="depot-angle entropy per within-route position",
-                         description=ENTROPY_DEFINITION, formatter_class=raw)
+                         description=ENTROPY_DEFINITION, formatter_class=raw,
+                         allow_abbrev=False)
     _common_args(e)
     s = kinds.add_parser("spearman", help="Spearman probes D1-D3 of the encodings (Tab. 3)",
-                         description=SPEARMAN_DEFINITION, formatter_class=raw)
+                         description=SPEARMAN_DEFINITION, formatter_class=raw,
+                         allow_abbrev=False)
     _common_args(s)
-    s.add_argument("--pairs", type=int, default=10**6,
+    s.add_argument("--pairs", type=count(1), default=10**6,
                    help="same-route pairs, and as many cross-route pairs (paper: 10^6)")
-    s.add_argument("--dim", type=int, default=64, help="encoding width")
+    s.add_argument("--dim", type=_even_width, default=64,
+                   help="encoding width (even: sine/cosine pairs)")
     s.add_argument("--encodings", choices=("paper", "builtin"), default="paper",
                    help="paper: the 14 encodings of pyg_routing.probes."
                         "representations; builtin: IPE, XPE, IPE + XPE and index "
                         "baselines from pyg_routing.functional")
-    s.add_argument("--probe-seed", type=int, default=0, help="pair sampler seed")
-    s.add_argument("--batch-size", type=int, default=64, help="instances per encoder call")
+    s.add_argument("--probe-seed", type=seed_value, default=0, help="pair sampler seed")
+    s.add_argument("--batch-size", type=count(1), default=64,
+                   help="instances per encoder call")
     return probe
 
 
@@ -208,7 +226,7 @@ def render_probe(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Standalone entry point: ``python -m pyg_routing.commands.probe <probe> ...``."""
-    parser = argparse.ArgumentParser(prog="pyg-routing")
+    parser = argparse.ArgumentParser(prog="pyg-routing", allow_abbrev=False)
     add_probe_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["probe", *(sys.argv[1:] if argv is None else argv)])
     try:

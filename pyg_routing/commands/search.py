@@ -21,28 +21,32 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.data.presets import PRESETS
-from pyg_routing.data.problems import Problem
-from pyg_routing.errors import InstanceFormatError
+from pyg_routing.commands.jobs import (
+    add_instance_options,
+    add_reference,
+    check_policy_search,
+    check_remove,
+    generated_jobs,
+    refuse_instance_options,
+    search_jobs,
+    x_jobs,
+)
 from pyg_routing.probes.paper_nds_values import X_AVERAGE_GAP, caption, setting_values, x_table
-from pyg_routing.search import gap_percent
-from pyg_routing.training.fit import count, positive
-from pyg_routing.training.search_predictor import SearchJob
+from pyg_routing.training.backbones import add_trust_option
+from pyg_routing.training.fit import (
+    count,
+    positive,
+    refuse_given,
+)
 
 #: the ``--destroy`` providers (``policy``: a trained NDS removal policy, ``--checkpoint``)
 DESTROYS = ("random", "sisr", "policy")
 #: the problems of the search (NDS's)
 SEARCH_PROBLEMS = ("cvrp", "vrptw", "pcvrp")
-#: CVRPLib X lies on a 0..1000 grid; NDS's temperatures assume the unit square
-X_SCALE = 1000.0
 
 
 def make_destroy(name: str, size: int) -> Any:
@@ -56,24 +60,6 @@ def make_destroy(name: str, size: int) -> Any:
         raise ValueError("the policy destroy is built per instance from --checkpoint "
                          "(load_destroy_policy)")
     raise ValueError(f"unknown destroy {name!r}; choose from {', '.join(DESTROYS)}")
-
-
-def add_instance_options(p: argparse.ArgumentParser) -> None:
-    """The seed, data family and benchmark options of ``search`` and ``evaluate``."""
-    p.add_argument("--seed", type=count(0), default=1234,
-                   help="seed of the generated instances and of the search")
-    p.add_argument("--preset", choices=tuple(PRESETS), default="paper",
-                   help="data family of the generated instances (nds: NDS's test data)")
-    p.add_argument("--exact", action="store_true",
-                   help="nds presets: NDS's own test instances (its random streams)")
-    p.add_argument("--benchmark", type=str.lower, choices=("x",), default=None,
-                   help="search CVRPLib X instead of generated instances")
-    p.add_argument("--data-dir", default=None, help="folder of the benchmark files "
-                   "(default: $PYG_ROUTING_DATA, else the bundled files)")
-    p.add_argument("--names", default=None,
-                   help="comma-separated benchmark instances (default: all)")
-    p.add_argument("--max-customers", type=count(1), default=None,
-                   help="benchmark instances with at most this many customers")
 
 
 def add_search_parser(sub: Any) -> None:
@@ -93,6 +79,7 @@ def add_search_parser(sub: Any) -> None:
                    help="removal sets: random, sisr or policy (a trained NDS policy)")
     p.add_argument("--checkpoint", default=None,
                    help="--destroy policy: a `pyg-routing train --backbone nds` checkpoint")
+    add_trust_option(p)
     p.add_argument("--accelerator", choices=("auto", "cpu", "gpu"), default="auto",
                    help="--destroy policy: where the policy runs (auto: a GPU if available)")
     p.add_argument("--remove", type=count(1), default=15,
@@ -118,67 +105,6 @@ def add_search_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
-def generated_jobs(args: argparse.Namespace, size: int = 1) -> list[SearchJob]:
-    """``--instances`` instances of ``--problem``/``--preset`` (seed ``--seed``), ``size``
-    consecutive instances per job."""
-    from pyg_routing.data.generators import make_generator
-
-    if args.exact and args.preset == "paper":
-        raise ValueError("--exact replays NDS's random streams; it needs an nds preset")
-    gen = make_generator(args.problem, args.num_customers, seed=args.seed, preset=args.preset,
-                         **_generator_kwargs(args))
-    inst = gen.sample(args.instances)
-    jobs = []
-    for j, lo in enumerate(range(0, len(inst), size)):
-        ids = range(lo, min(lo + size, len(inst)))
-        jobs.append(SearchJob(j, lo, [f"{args.problem}{args.num_customers}-{i}" for i in ids],
-                              inst[lo:lo + size], [inst[i] for i in ids], [None] * len(ids)))
-    return jobs
-
-
-def _generator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    return {"exact": True} if args.exact else {}
-
-
-def add_reference(args: argparse.Namespace, rows: list[dict[str, Any]], limit: float) -> None:
-    """The ``--reference`` cost of every generated instance (solved once, cached under
-    ``--root``, ``limit`` seconds each) and the gap to it, into ``rows``."""
-    from pyg_routing.commands.train import reference_costs
-
-    ref = reference_costs(args.problem, args.num_customers, args.instances, args.seed, limit,
-                          args.root, args.reference, preset=args.preset,
-                          generator_kwargs=_generator_kwargs(args),
-                          progress=not args.no_progress)
-    for row, target in zip(rows, ref.tolist()):
-        row["target"] = target
-        row["gap_percent"] = gap_percent(row["objective"], target)
-
-
-def x_jobs(args: argparse.Namespace) -> list[SearchJob]:
-    """The CVRPLib X instances (``--names``, ``--max-customers``), coordinates / 1000,
-    each with its BKS (an instance missing from ``bks.csv`` is refused by name)."""
-    from pyg_routing.data.benchmarks import BenchmarkDataset
-
-    names = None if args.names is None else [n.strip() for n in args.names.split(",")
-                                             if n.strip()]
-    ds = BenchmarkDataset(args.data_dir, "x", names=names, with_solutions=False)
-    jobs: list[SearchJob] = []
-    for i in range(len(ds)):
-        data, name, path = ds[i], ds.instance_names[i], ds.paths[i]
-        if args.max_customers is not None and data.num_nodes - 1 > args.max_customers:
-            continue
-        if name not in ds.bks:
-            raise InstanceFormatError(f"{path}: instance {name!r} has no entry in "
-                                      f"{ds.folder / 'bks.csv'}")
-        pos = (data.raw_pos / X_SCALE).to(torch.get_default_dtype())
-        inst = RoutingInstances(Problem.CVRP, pos.unsqueeze(0), demand=data.demand.unsqueeze(0),
-                                capacity=data.capacity.reshape(1))
-        jobs.append(SearchJob(len(jobs), len(jobs), [name], inst, [data], [ds.bks[name]]))
-    if not jobs:
-        raise ValueError(f"no X instance with at most {args.max_customers} customers")
-    return jobs
-
-
 def load_destroy_policy(args: argparse.Namespace) -> Any:
     """The NDS policy of ``--checkpoint`` for ``--destroy policy`` (``None`` for the other
     destroys).
@@ -201,7 +127,8 @@ def load_destroy_policy(args: argparse.Namespace) -> Any:
     # an unset --problem expects nothing: it becomes the checkpoint's (with_problem)
     problem = "cvrp" if args.benchmark else args.problem
     return backbones.load_policy(args.checkpoint, expect_backbone="nds",
-                                 expect_problem=problem)
+                                 expect_problem=problem,
+                                 trust=getattr(args, "trust_checkpoint", False))
 
 
 def with_problem(args: argparse.Namespace, policy: Any) -> argparse.Namespace:
@@ -220,14 +147,23 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     of generated instances are solved afterwards, on rank 0 only, so workers never
     build one cache twice."""
     from pyg_routing.search import DestroyRepairSearch, budget
+    from pyg_routing.training import backbones
 
+    refuse_instance_options(args, ("reference_time_limit",))
+    if args.destroy != "policy":
+        refuse_given(args, ("accelerator", "trust_checkpoint"),
+                     f"applies to --destroy policy only (the trained policy); --destroy "
+                     f"{args.destroy} runs on the CPU and reads no checkpoint")
     search = DestroyRepairSearch(augment=args.augment, rollouts=args.rollouts,
                                  recreate_n=args.recreate, remove=args.remove)
+    if args.destroy == "policy":
+        check_policy_search(backbones.get("nds"), search, {"rollouts": "--rollouts"})
     stop = budget(args.iterations, args.time_limit)
     policy = load_destroy_policy(args)
     args = with_problem(args, policy)          # the checkpoint, read once, names the problem
     searcher = policy if policy is not None else make_destroy(args.destroy, args.remove)
     jobs = x_jobs(args) if args.benchmark else generated_jobs(args)
+    check_remove(args, jobs, args.remove, args.destroy)
     setting = "X" if args.benchmark else f"{args.problem}{args.num_customers}"
     out = Path(args.out or f"runs/search_{setting.lower()}_{args.destroy}")
     done, workers = search_jobs(args, jobs, search, stop, searcher, policy is not None, out)
@@ -250,23 +186,6 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
                   args.problem, args.num_customers, args.preset)}
     write_tables(result, out)
     return result
-
-
-def search_jobs(args: argparse.Namespace, jobs: list[SearchJob], search: Any, stop: Any,
-                policy: Any, trained: bool, out: Path
-                ) -> tuple[list[dict[str, Any]] | None, dict[str, Any]]:
-    """``search`` with ``policy`` until ``stop`` on every job, over the workers that
-    ``--devices``, ``--num-nodes`` and ``--threads`` ask for; a trained policy runs on
-    ``--accelerator``, a baseline on the CPU. Returns the job results on rank 0 (else
-    ``None``) and the workers' ``threads`` and ``device`` (type)."""
-    from pyg_routing.training.search_predictor import SearchPredictor, run_jobs
-
-    threads = args.threads or max(1, (os.cpu_count() or 1) // args.devices)
-    predictor = SearchPredictor(search, stop, policy, seed=args.seed, threads=threads)
-    done = run_jobs(jobs, predictor, out, accelerator=args.accelerator if trained else "cpu",
-                    devices=args.devices, num_nodes=args.num_nodes,
-                    progress=not args.no_progress)
-    return done, {"threads": threads, "device": predictor.device.type}
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -11,12 +11,14 @@ import torch
 
 from pyg_routing import encodings
 from pyg_routing.data.generators import PROBLEMS
+from pyg_routing.training.backbones import add_trust_option
 from pyg_routing.training.fit import (
     add_backbone_option,
     add_training_options,
     count,
     fit,
     positive,
+    refuse_given,
 )
 
 #: ``--problem`` / ``--num-customers`` when neither the user nor a checkpoint says
@@ -74,10 +76,14 @@ def add_train_parser(sub: Any) -> None:
     p.add_argument("--max-minutes", type=positive, default=None, help="stop training after this")
     p.add_argument("--out", default="runs", help="folder for checkpoints and logs")
     p.add_argument("--resume", default=None, help="checkpoint to resume from")
+    add_trust_option(p)
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
 def run_train(args: argparse.Namespace) -> dict[str, Any]:
+    if args.resume is None:
+        refuse_given(args, ("trust_checkpoint",), "applies to --resume only (how its "
+                                                  "checkpoint is read)")
     out = Path(args.out) / f"{args.backbone}_{args.problem}{args.num_customers}_{args.pe}"
     return fit(args, args.pe, out, max_minutes=args.max_minutes, resume=args.resume)
 

@@ -10,7 +10,10 @@ with the benchmark's distance ``rounding``, so :meth:`RoutingData.cost` and
 :meth:`RoutingData.check` report the benchmark's own numbers.
 
 A file that cannot be read raises :class:`InstanceFormatError` naming the file
-and what is wrong with it.
+and what is wrong with it: empty, unreadable (e.g. no permission), not text, not
+parseable. A time-window instance with a customer that even the direct trip from
+the depot cannot serve in time is refused too, naming the file, instance and
+customer (:func:`~pyg_routing.data.feasibility.check_servable_alone`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import vrplib
 
+from pyg_routing.data.feasibility import check_servable_alone
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError, InvalidInstanceError, InvalidSolutionError
 
@@ -31,15 +35,26 @@ FORMATS = ("vrplib", "solomon", "lilim")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
+class UnrecognizedFormatError(InstanceFormatError):
+    """A readable, non-empty text file in none of :data:`FORMATS` (e.g. a solution
+    or notes file next to the instances): the one :func:`sniff_format` error a
+    folder listing may pass over, whereas empty and unreadable files are reported."""
+
+
 def _lines(path: Path) -> list[str]:
-    """Non-empty stripped lines (handles CRLF, tabs, a missing final newline)."""
+    """Non-empty stripped lines (handles CRLF, tabs, a missing final newline);
+    :class:`InstanceFormatError` for a file that is unreadable, not text, or empty."""
     try:
         text = path.read_text()
     except UnicodeDecodeError as exc:
         raise InstanceFormatError(f"{path}: not a text file ({exc.reason})") from None
     except OSError as exc:
         raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
-    return [s for line in text.splitlines() if (s := line.strip())]
+    lines = [s for line in text.splitlines() if (s := line.strip())]
+    if not lines:
+        raise InstanceFormatError(f"{path}: the file is empty" if not text else
+                                  f"{path}: the file is empty (only blank lines)")
+    return lines
 
 
 def sniff_format(path: str | os.PathLike) -> str:
@@ -47,8 +62,6 @@ def sniff_format(path: str | os.PathLike) -> str:
     first lines; :class:`InstanceFormatError` when it is none of them."""
     path = Path(path)
     lines = _lines(path)
-    if not lines:
-        raise InstanceFormatError(f"{path}: the file is empty")
     first = lines[0].split()
     if path.suffix.lower() == ".vrp" or "_SECTION" in "".join(lines[:30]):
         return "vrplib"
@@ -56,7 +69,7 @@ def sniff_format(path: str | os.PathLike) -> str:
         return "lilim"
     if any(line.startswith("VEHICLE") for line in lines[1:4]):
         return "solomon"
-    raise InstanceFormatError(
+    raise UnrecognizedFormatError(
         f"{path}: unrecognized instance format (expected a VRPLIB .vrp file, a Solomon "
         f".txt file with a VEHICLE section, or a Li & Lim .txt file whose first line is "
         f"'<vehicles> <capacity> <speed>')")
@@ -100,10 +113,12 @@ def _build(path: Path, problem: str, coords: np.ndarray, *, rounding: str, name:
         fields.update(time_window=time_window / scale, service_time=service_time / scale,
                       raw_time_window=time_window, raw_service_time=service_time)
     try:
-        return RoutingData.from_instance(problem, pos, name=name, raw_pos=coords,
+        data = RoutingData.from_instance(problem, pos, name=name, raw_pos=coords,
                                          scale=scale, rounding=rounding, **fields)
+        check_servable_alone(data)
     except InvalidInstanceError as exc:
         raise InstanceFormatError(f"{path}: {exc}") from None
+    return data
 
 
 # --------------------------------------------------------------------------- instances
@@ -197,8 +212,6 @@ def read_lilim(path: str | os.PathLike) -> RoutingData:
     """
     path = Path(path)
     lines = _lines(path)
-    if not lines:
-        raise InstanceFormatError(f"{path}: the file is empty")
     header = lines[0].split()
     if len(header) != 3 or not all(_NUMBER.match(t) for t in header):
         raise InstanceFormatError(f"{path}: line 1 must be '<vehicles> <capacity> <speed>', "
@@ -303,10 +316,16 @@ def read_bks(path: str | os.PathLike) -> dict[str, float]:
         path = path / "bks.csv"
     try:
         with path.open(newline="") as fh:
-            rows = list(csv.DictReader(fh))
+            reader = csv.DictReader(fh)
+            rows = list(reader)
+            header = reader.fieldnames
     except OSError as exc:
         raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
-    fields = list(rows[0]) if rows else []
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InstanceFormatError(f"{path}: not a readable CSV file ({exc})") from None
+    if header is None:
+        raise InstanceFormatError(f"{path}: the file is empty")
+    fields = list(rows[0]) if rows else list(header)
     column = next((c for c in ("bks", "distance", "cost") if c in fields), None)
     if column is None:
         raise InstanceFormatError(f"{path}: needs a 'bks' or 'distance' column, "

@@ -25,6 +25,7 @@ from pathlib import Path
 from torch_geometric.data import InMemoryDataset
 
 from pyg_routing.data.benchmark_io import (
+    UnrecognizedFormatError,
     attach_solution,
     read_bks,
     read_instance_file,
@@ -138,8 +139,9 @@ def _sibling_solution(instance: Path) -> Path | None:
                     if inst and sol and inst.strip().lower() == stem.lower() \
                             and (folder / sol.strip()).is_file():
                         return folder / sol.strip()
-        except (OSError, csv.Error):
-            pass
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise InstanceFormatError(f"{bks}: cannot be read while looking for the "
+                                      f"solution of {stem!r} ({exc})") from None
     for d in (folder / "solutions", folder):
         if d.is_dir():
             hits = sorted(f for f in d.glob(f"{stem}.*")
@@ -213,14 +215,30 @@ def _natural_key(name: str) -> list:
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
 
 
-def _benchmark_files(folder: Path, fmt: str, pattern: str) -> list[Path]:
+def _benchmark_files(folder: Path, fmt: str, pattern: str,
+                     passed: dict[str, str] | None = None) -> list[Path]:
+    """The files of format ``fmt`` among ``folder/pattern``, in natural order.
+
+    A file of another instance format, or a text file in none (e.g. a SINTEF
+    solution file in the same folder), is not one of them: it is passed over, and
+    why is recorded in ``passed`` (lower-case stem -> reason) when given. A file that
+    is empty, unreadable or not text raises :class:`InstanceFormatError` naming it:
+    nothing tells it apart from a damaged instance file.
+    """
     files = []
     for f in folder.glob(pattern):
-        try:
-            if f.is_file() and sniff_format(f) == fmt:
-                files.append(f)
-        except InstanceFormatError:  # e.g. a SINTEF solution file in the same folder
+        if not f.is_file():
             continue
+        try:
+            kind = sniff_format(f)
+        except UnrecognizedFormatError as exc:
+            if passed is not None:
+                passed[f.stem.lower()] = str(exc)
+            continue
+        if kind == fmt:
+            files.append(f)
+        elif passed is not None:
+            passed[f.stem.lower()] = f"{f}: a {kind} file, not a {fmt} instance"
     return sorted(files, key=lambda f: _natural_key(f.stem))
 
 
@@ -258,12 +276,16 @@ class BenchmarkDataset(InMemoryDataset):
                              f"{', '.join(map(repr, BENCHMARKS))}")
         self.benchmark = key
         self.folder = self._folder(root, key)
-        files = _benchmark_files(self.folder, *BENCHMARKS[key][1:])
+        passed: dict[str, str] = {}
+        files = _benchmark_files(self.folder, *BENCHMARKS[key][1:], passed)
         if names is not None:
             by_stem = {f.stem.lower(): f for f in files}
             wanted = [Path(n).stem if Path(n).suffix.lower() in _INSTANCE_SUFFIXES
                       else str(n) for n in names]
             unknown = [n for n in wanted if n.lower() not in by_stem]
+            other = next((n for n in unknown if n.lower() in passed), None)
+            if other is not None:
+                raise InstanceFormatError(f"{key} instance {other!r}: {passed[other.lower()]}")
             if unknown:
                 raise UnknownInstanceError(
                     f"{key} instance(s) {', '.join(map(repr, unknown))} not in {self.folder}")

@@ -15,6 +15,7 @@ from torch_geometric.data import Batch, InMemoryDataset
 from torch_geometric.data.data import BaseData
 
 from pyg_routing.data.files import read_json, read_torch
+from pyg_routing.data.generator_options import count_option
 from pyg_routing.data.generators import make_generator
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
@@ -36,14 +37,16 @@ class RoutingDataset(InMemoryDataset):
     records the parameters and a summary (mean cost, feasibility, wall time).
 
     A cache that cannot be read (either file truncated by an interrupted run,
-    garbage bytes, or a different kind of file) is deleted and built again, with
-    a warning naming its path.
+    garbage bytes, a different kind of file, or a pickle that needs types other than
+    tensors, numbers, strings, containers and :class:`RoutingData`, which is never
+    unpickled) is deleted and built again, with a warning naming its path.
 
     Args:
         root: dataset folder.
         problem: ``tsp``, ``cvrp``, ``vrptw``, ``pcvrp`` or ``pdtsp``.
         num_customers: customers per instance (TSP: cities).
-        num_instances: number of instances.
+        num_instances: number of instances (at least 1: an empty dataset is refused,
+            naming the argument).
         seed: generator seed.
         solver: ``None`` (instances only), ``"pyvrp"``, ``"ortools"``, ``"auto"``
             or a constructive heuristic (``"nearest_neighbor"``, ...).
@@ -66,6 +69,11 @@ class RoutingDataset(InMemoryDataset):
                  progress: bool = True, transform: Callable | None = None,
                  pre_transform: Callable | None = None, force_reload: bool = False,
                  preset: str = "paper") -> None:
+        num_customers = count_option(num_customers, "num_customers")
+        num_instances = count_option(num_instances, "num_instances")
+        if num_instances < 1:
+            raise InvalidInstanceError(f"num_instances must be >= 1, got {num_instances}: a "
+                                       f"dataset needs at least one instance")
         generator_kwargs = dict(generator_kwargs or {})
         preset = generator_kwargs.pop("preset", preset)
         if preset != "paper":
@@ -108,14 +116,16 @@ class RoutingDataset(InMemoryDataset):
         self.meta = load_summary(self.meta_path)
 
     def load(self, path: str, data_cls: type[BaseData] = RoutingData) -> None:
-        """Load a cache written by :meth:`save`, through :func:`read_torch`.
+        """Load a cache written by :meth:`save`, through :func:`read_torch` (as data:
+        a cache that needs any type but tensors, numbers, strings, containers and
+        :class:`RoutingData` is refused, and then rebuilt).
 
         Raises:
             FileNotFoundError: ``path`` does not exist.
             CorruptFileError: unreadable, or not a saved dataset of
                 ``num_instances`` instances.
         """
-        out = read_torch(path, "dataset cache")
+        out = read_torch(path, "dataset cache", opt_in=None)    # as data; rebuilt if not
         try:
             data, slices, data_cls = out if len(out) == 3 else (*out, data_cls)
             self.data = data_cls.from_dict(data) if isinstance(data, dict) else data
@@ -232,7 +242,7 @@ def _drop_corrupt_bookkeeping(processed_dir: str) -> None:
         if not osp.exists(path):
             continue
         try:
-            read_torch(path, "dataset bookkeeping file")
+            read_torch(path, "dataset bookkeeping file", opt_in=None)
         except CorruptFileError as exc:
             warnings.warn(f"removing {path}: {exc}", stacklevel=3)
             os.remove(path)

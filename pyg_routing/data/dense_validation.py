@@ -2,8 +2,11 @@
 
 The same rules as :func:`~pyg_routing.data.validation.validate_instance` applies
 to one instance, checked for all ``B`` instances at once with tensor ops (no
-Python loop over instances). The error names the first offending instance and
-node; on valid input the check costs one device synchronization.
+Python loop over instances), plus one: with time windows, every customer can be
+served by the direct trip from the depot
+(:func:`~pyg_routing.data.feasibility.unservable_alone`). The error names the first
+offending instance and node; on valid input the check costs one device
+synchronization.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, NamedTuple, Protocol
 import torch
 from torch import Tensor
 
+from pyg_routing.data.feasibility import describe_unservable, unservable_alone
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.validation import _validate_pairs
 from pyg_routing.errors import InvalidInstanceError, where
@@ -142,9 +146,23 @@ def _value_checks(prob: Problem, pos: Tensor, f: dict[str, Tensor],
             t = f[key]
             checks.append(_Check(t < 0, True, lambda g, v, t=t, what=what:
                                  f"negative {what} {t[g, v].item()}"))
+    if "time_window" in f and "service_time" in f:
+        checks.append(_servable_check(pos, f["time_window"], f["service_time"]))
     if pairs is not None and demand is not None:
         checks.append(_pair_demand_check(demand, pairs))
     return checks
+
+
+def _servable_check(pos: Tensor, tw: Tensor, st: Tensor) -> _Check:
+    """Every customer can be served by the direct trip ``0 -> c -> 0`` (the rule of
+    :func:`~pyg_routing.data.feasibility.unservable_alone`, Euclidean distances in
+    float64)."""
+    p = pos.to(torch.float64)
+    dx, dy = p[:, :1, 0] - p[..., 0], p[:, :1, 1] - p[..., 1]
+    late, back_late, arrive, back = unservable_alone(torch.sqrt(dx * dx + dy * dy), tw, st)
+    return _Check(late | back_late, True, lambda g, v: describe_unservable(
+        bool(late[g, v]), float(arrive[g, v]), float(back[g, v]), float(tw[g, v, 1]),
+        float(tw[g, 0, 1])))
 
 
 def _pair_demand_check(demand: Tensor, pairs: Tensor) -> _Check:

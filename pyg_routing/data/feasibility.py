@@ -2,6 +2,13 @@
 
 Every check is a vectorized mask over nodes or routes; only the *reporting* of
 the first few violations (building their messages) touches Python scalars.
+
+The tolerances of the feasibility tests on floats are stated here, once:
+:data:`TIME_RTOL` (time windows, relative to each instance's time scale, see
+:func:`time_tolerance`) and :data:`CAPACITY_RTOL` (loads, :func:`capacity_limit`).
+So is the rule that every customer can be served by the direct trip ``0 -> c -> 0``
+(:func:`unservable_alone`), which the benchmark readers and
+:meth:`RoutingInstances.check` apply when instances are loaded.
 """
 
 from __future__ import annotations
@@ -10,14 +17,108 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import scatter
 
-from pyg_routing.data.evaluation import route_loads, service_start_times
+from pyg_routing.data.evaluation import arc_lengths, route_loads, service_start_times
 from pyg_routing.data.problems import Problem
 from pyg_routing.errors import (
     InfeasibleSolutionError,
+    InvalidInstanceError,
     InvalidSolutionError,
     RoutingError,
     ZeroLengthRouteError,
+    where,
 )
+
+#: Time windows: a service may start (and a vehicle may return to the depot) up to
+#: ``TIME_RTOL * max(1, max |time window| of the instance)`` after the window closes,
+#: so float rounding (float32 schedules such as NDS's start solutions, late by ~5e-8
+#: on windows of size ~1) is not a violation. 1e-3 late on such windows is one.
+TIME_RTOL = 1e-6
+#: Capacity: a load is feasible up to ``capacity * (1 + CAPACITY_RTOL)``.
+CAPACITY_RTOL = 1e-9
+
+
+def time_tolerance(max_abs_time_window: Tensor) -> Tensor:
+    """The slack of the time-window tests of instances whose largest ``|time
+    window|`` entry is ``max_abs_time_window`` (any shape, one entry per instance):
+    ``TIME_RTOL * max(1, max_abs_time_window)``, float64."""
+    return TIME_RTOL * max_abs_time_window.to(torch.float64).clamp(min=1.0)
+
+
+def capacity_limit(capacity: Tensor) -> Tensor:
+    """``capacity * (1 + CAPACITY_RTOL)`` (float64): the largest feasible load."""
+    return capacity.to(torch.float64) * (1 + CAPACITY_RTOL)
+
+
+def unservable_alone(d0: Tensor, time_window: Tensor, service_time: Tensor
+                     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Customers that even the direct trip ``0 -> c -> 0`` cannot serve in time.
+
+    The schedule of :meth:`RoutingData.check`: the vehicle leaves the depot at
+    ``e_0 + s_0``, arrives at ``c`` at ``a_c = e_0 + s_0 + d(0, c)`` (late when
+    ``a_c > l_c + tol``), starts service at ``max(a_c, e_c)`` and is back at
+    ``r_c = max(a_c, e_c) + s_c + d(c, 0)`` (late when ``r_c > l_0 + tol``), with
+    ``tol`` = :func:`time_tolerance` of the instance. Distances are symmetric, so
+    ``d0`` serves both ways.
+
+    Args:
+        d0: ``[B, N]`` distance from the depot to each node (column 0 ignored).
+        time_window: ``[B, N, 2]``; service_time: ``[B, N]``.
+
+    Returns:
+        ``(late, back_late, arrive, back)``, each ``[B, N]`` (float64 times); the
+        masks are ``False`` at the depot.
+    """
+    tw = time_window.to(torch.float64)
+    st = service_time.to(torch.float64)
+    tol = time_tolerance(tw.abs().amax(dim=(1, 2))).unsqueeze(1)          # [B, 1]
+    arrive = (tw[:, :1, 0] + st[:, :1]) + d0.to(torch.float64)
+    back = torch.maximum(arrive, tw[..., 0]) + st + d0.to(torch.float64)
+    customer = torch.ones_like(st, dtype=torch.bool)
+    customer[:, 0] = False
+    late = (arrive > tw[..., 1] + tol) & customer
+    back_late = (back > tw[:, :1, 1] + tol) & customer
+    return late, back_late, arrive, back
+
+
+def describe_unservable(late: bool, arrive: float, back: float, close: float,
+                        depot_close: float) -> str:
+    """What :func:`unservable_alone` found wrong with one customer."""
+    if late:
+        return (f"the customer cannot be served even alone: the vehicle arrives at "
+                f"{arrive:g}, after its window closes at {close:g}")
+    return (f"the customer cannot be served even alone: serving it brings the vehicle "
+            f"back at {back:g}, after the depot closes at {depot_close:g}")
+
+
+def check_servable_alone(data) -> None:
+    """Refuse a time-window instance (one ``RoutingData``) with a customer that even
+    the direct trip from the depot cannot serve (:func:`unservable_alone`), in the
+    instance's own units and distances (benchmarks: original units and rounding, as
+    :meth:`RoutingData.check`). Instances without time windows pass.
+
+    Raises:
+        InvalidInstanceError: naming the instance and the first such customer.
+    """
+    if "time_window" not in data:
+        return
+    raw = "raw_pos" in data
+    pos = data.raw_pos if raw else data.pos
+    n = pos.size(0)
+    src = torch.zeros(n, dtype=torch.long, device=pos.device)
+    dst = torch.arange(n, device=pos.device)
+    d0 = arc_lengths(pos.to(torch.float64), src, dst,
+                     data.rounding.reshape(-1)[:1].expand(n) if raw else None)
+    tw = data.raw_time_window if "raw_time_window" in data else data.time_window
+    st = data.raw_service_time if "raw_time_window" in data else data.service_time
+    late, back_late, arrive, back = unservable_alone(d0[None], tw[None], st[None])
+    bad = (late | back_late)[0]
+    if not bool(bad.any()):
+        return
+    c = int(torch.nonzero(bad)[0])
+    name = getattr(data, "name", None)
+    raise InvalidInstanceError(f"{where(name, node=c)}" + describe_unservable(
+        bool(late[0, c]), float(arrive[0, c]), float(back[0, c]), float(tw[c, 1]),
+        float(tw[0, 1])))
 
 
 def _problems(data) -> list[Problem]:
@@ -53,8 +154,8 @@ def _masks(data, allow_zero_length: bool) -> list[tuple[str, Tensor, Tensor]]:
     if "capacity" in data and "demand" in data:
         pairs = any(p.has_pairs for p in probs)
         load = route_loads(data.demand, rid, pos_in_route, route_graph.numel(), prefix=pairs)
-        cap = data.capacity.reshape(-1).to(torch.float64)[route_graph]
-        out.append(("capacity", load > cap * (1 + 1e-9), route_graph))
+        limit = capacity_limit(data.capacity.reshape(-1))[route_graph]
+        out.append(("capacity", load > limit, route_graph))
 
     if "time_window" in data:
         raw = "raw_time_window" in data
@@ -62,12 +163,14 @@ def _masks(data, allow_zero_length: bool) -> list[tuple[str, Tensor, Tensor]]:
         st = data.raw_service_time if raw else data.service_time
         length = data.arc_lengths()
         start = service_start_times(data.edge_index, depot, length, tw, st)
-        tol = 1e-6 * max(1.0, float(tw.abs().max()))
+        # one tolerance per instance: its verdict never depends on its batch-mates
+        tol = time_tolerance(scatter(tw.abs().amax(dim=1), graph, 0, dim_size=num_graphs,
+                                     reduce="max"))[graph]                  # [N]
         late = (start > tw[:, 1].to(torch.float64) + tol) & (rid >= 0)
         out.append(("window", late, graph))
         closing = ~depot[src] & depot[dst]
         back = (start[src] + st[src].to(torch.float64) + length.to(torch.float64)
-                > tw[dst, 1].to(torch.float64) + tol) & closing
+                > tw[dst, 1].to(torch.float64) + tol[dst]) & closing
         ret = torch.zeros(n, dtype=torch.bool, device=depot.device)
         ret[src[back]] = True
         out.append(("return", ret, graph))

@@ -1,4 +1,5 @@
-"""Checks of the numeric options every generator takes (sizes, capacities, ...).
+"""Checks of the numeric options every generator takes (sizes, capacities, ...) and
+of the instance count its ``sample`` draws.
 
 Shared by the App. F generators (:mod:`~pyg_routing.data.paper_generators`) and
 NDS's (:mod:`~pyg_routing.data.nds_generators`); it sits below both so neither
@@ -8,6 +9,9 @@ generator module has to import the other.
 from __future__ import annotations
 
 import math
+import numbers
+
+import torch
 
 from pyg_routing.errors import InvalidInstanceError
 
@@ -33,4 +37,20 @@ def count_option(value: object, option: str) -> int:
     return int(x)
 
 
-__all__ = ["count_option", "number_option"]
+def batch_count(value: object, name: str = "batch_size") -> int:
+    """The number of instances a generator's ``sample`` draws: an integer ``>= 0`` (a
+    Python or NumPy integer, or a 0-d integer tensor); a bool, a float (even ``2.0``),
+    a string or a negative count is refused, naming it."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and not (
+            value.is_floating_point() or value.is_complex() or value.dtype == torch.bool):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidInstanceError(f"{name} (the number of instances) must be an integer "
+                                   f">= 0, got {value!r}")
+    if value < 0:
+        raise InvalidInstanceError(f"{name} (the number of instances) must be >= 0, got "
+                                   f"{value!r}")
+    return int(value)
+
+
+__all__ = ["batch_count", "count_option", "number_option"]

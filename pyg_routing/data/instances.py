@@ -47,7 +47,11 @@ class RoutingInstances:
         finite values; depot demand 0, no negative demand (except pickup and
         delivery problems), every demand at most the capacity, capacity > 0;
         windows that open no later than they close; no negative service time
-        or prize; well-formed pickup-delivery pairs. Nothing is modified.
+        or prize; well-formed pickup-delivery pairs. With time windows, also every
+        customer servable by the direct trip ``0 -> c -> 0`` (arrival by its
+        window's end, back by the depot's, within the tolerance of
+        :func:`~pyg_routing.data.feasibility.time_tolerance`): see
+        :func:`~pyg_routing.data.feasibility.unservable_alone`. Nothing is modified.
 
         Raises:
             InvalidInstanceError: naming the first offending instance (lowest

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from pyg_routing.data.generator_options import count_option, number_option
+from pyg_routing.data.generator_options import batch_count, count_option, number_option
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.x_generator import (
@@ -206,7 +206,7 @@ class NDSCVRPGenerator(_NDSGenerator):
         self.np_rng = np.random.RandomState(seed) if exact else None
 
     def sample(self, batch_size: int) -> RoutingInstances:
-        b, n = batch_size, self.num_customers
+        b, n = batch_count(batch_size), self.num_customers
         if self.np_rng is not None:
             depot = torch.from_numpy(self.np_rng.uniform(size=(b, 1, 2)))
             nodes = torch.from_numpy(self.np_rng.uniform(size=(b, n, 2)))
@@ -266,7 +266,7 @@ class XCVRPGenerator(_NDSGenerator):
         return {}
 
     def sample(self, batch_size: int) -> RoutingInstances:
-        pos, demand, cap = self._layout(batch_size)
+        pos, demand, cap = self._layout(batch_count(batch_size))
         extra = self._extra(pos, demand)      # from the float32 layout, as NDS
         return RoutingInstances(self.problem, pos.to(self.dtype), demand=demand.float(),
                                 capacity=cap.float(), **extra)

@@ -13,7 +13,7 @@ import math
 import torch
 from torch import Tensor
 
-from pyg_routing.data.generator_options import count_option, number_option
+from pyg_routing.data.generator_options import batch_count, count_option, number_option
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem, capacity_for
 from pyg_routing.errors import InvalidInstanceError
@@ -128,6 +128,7 @@ class TSPGenerator(_Generator):
         return self.num_customers
 
     def sample(self, batch_size: int) -> RoutingInstances:
+        batch_size = batch_count(batch_size)
         if self.num_customers < 2:
             raise InvalidInstanceError("a TSP needs at least 2 cities")
         # Node 0 plays the depot, so N cities are one depot and N - 1 customers.
@@ -151,6 +152,7 @@ class CVRPGenerator(_Generator):
                                        f"possible demand 9")
 
     def sample(self, batch_size: int) -> RoutingInstances:
+        batch_size = batch_count(batch_size)
         pos = self._locations(batch_size)
         demand = self._demands(batch_size)
         cap = torch.full((batch_size,), self.capacity, device=self.device)
@@ -170,6 +172,7 @@ class VRPTWGenerator(CVRPGenerator):
     problem = Problem.VRPTW
 
     def sample(self, batch_size: int) -> RoutingInstances:
+        batch_size = batch_count(batch_size)
         base = super().sample(batch_size)
         b, n = batch_size, self.num_customers
         d0 = (base.pos[:, 1:] - base.pos[:, :1]).norm(dim=-1)                # [B, n]
@@ -215,6 +218,7 @@ class PCVRPGenerator(CVRPGenerator):
             self.num_customers, distribution, self.capacity)
 
     def sample(self, batch_size: int) -> RoutingInstances:
+        batch_size = batch_count(batch_size)
         base = super().sample(batch_size)
         xi = 0.8 + 0.4 * self._rand(batch_size, self.num_nodes)
         prize = self.kappa * xi * base.demand                               # depot: demand 0
@@ -260,6 +264,7 @@ class PDTSPGenerator(_Generator):
         super().__init__(num_customers, seed, distribution, device)
 
     def sample(self, batch_size: int) -> RoutingInstances:
+        batch_size = batch_count(batch_size)
         pos = self._locations(batch_size)
         p = self.num_customers // 2
         pickups = torch.arange(1, p + 1, device=self.device)

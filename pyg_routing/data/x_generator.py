@@ -42,6 +42,7 @@ import random
 import torch
 from torch import Tensor
 
+from pyg_routing.data.generator_options import batch_count
 from pyg_routing.errors import InvalidInstanceError
 
 #: Side of the integer grid (coordinates 0..GRID, divided by GRID at the end).
@@ -236,7 +237,7 @@ def sample_x_batch(batch_size: int, n: int, gen: torch.Generator, root_pos: int 
         ``r [B]`` float64.
     """
     check_x_params(n, root_pos, cust_pos, demand_type, avg_route_size)
-    b, device = batch_size, gen.device
+    b, device = batch_count(batch_size), gen.device
     seeds_n = torch.randint(SEEDS[0], SEEDS[1] + 1, (b,), generator=gen, device=device)
     lo, hi = ROUTE_SIZES[avg_route_size]
     r = lo + (hi - lo) * torch.rand(b, generator=gen, device=device, dtype=torch.float64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import numbers
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,6 +34,23 @@ def check_encoder(encoder: str) -> str:
     if encoder not in ENCODERS:
         raise ValueError(f"unknown encoder {encoder!r}; choose from {ENCODERS}")
     return encoder
+
+
+def check_heads(owner: str, dim: int, heads: int, **layers: int) -> None:
+    """Refuse, naming ``owner`` and the argument, a width or head count that is not an
+    integer >= 1, a width the heads do not divide, or a layer count (``layers``: name
+    -> value) that is not an integer >= 0. Constructors call it before building."""
+    def integer(value: Any) -> bool:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+    for name, value in (("dim", dim), ("heads", heads)):
+        if not integer(value) or value < 1:
+            raise ValueError(f"{owner}: {name} must be an integer >= 1, got {value!r}")
+    if dim % heads:
+        raise ValueError(f"{owner}: dim={dim} must be divisible by heads={heads}")
+    for name, value in layers.items():
+        if not integer(value) or value < 0:
+            raise ValueError(f"{owner}: {name} must be an integer >= 0, got {value!r}")
 
 
 def check_local_mp(local_mp: str) -> str:
@@ -151,6 +169,7 @@ class GPSEncoder(nn.Module):
                  pe_init: str | float = "zero", local_mp: str = "directed",
                  mark_depot: bool = False, **pe_kwargs: Any) -> None:
         super().__init__()
+        check_heads("GPSEncoder", dim, heads, num_layers=num_layers)
         pe_init = check_pe_init(pe_init)
         self.pe_attr, self.mark_depot = pe_attr, bool(mark_depot)
         self.in_channels, self.dim, self.heads = in_channels, dim, heads

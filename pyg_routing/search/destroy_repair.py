@@ -39,8 +39,10 @@ import numpy as np
 import torch
 
 from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.envs.deconstruction.destroy import DestroyProvider
-from pyg_routing.envs.deconstruction.problem import ProblemArrays
+from pyg_routing.data.routing_data import not_a_batch
+from pyg_routing.envs.deconstruction._validate import as_generator
+from pyg_routing.envs.deconstruction.destroy import DestroyProvider, check_destroy
+from pyg_routing.envs.deconstruction.problem import ProblemArrays, check_arrays_of
 from pyg_routing.envs.deconstruction.repair import apply_sets_sa
 from pyg_routing.envs.deconstruction.start import start_solutions
 from pyg_routing.envs.deconstruction.state import ToursState
@@ -89,15 +91,15 @@ class DestroyRepairSearch:
     def destroy_of(self, policy: Any, instances: RoutingInstances) -> DestroyProvider:
         """The removal-set provider of ``policy``: a :class:`DestroyProvider` as it is,
         a learned removal policy (an NDS policy) wrapped in
-        :class:`~pyg_routing.envs.deconstruction.PolicyDestroy` for ``instances``."""
-        if isinstance(policy, DestroyProvider):
-            return policy
-        if isinstance(policy, torch.nn.Module):
+        :class:`~pyg_routing.envs.deconstruction.PolicyDestroy` for ``instances``; a
+        provider's name (``"sisr"``), its class or anything else is a ``TypeError``
+        saying what to pass."""
+        if isinstance(policy, torch.nn.Module) and not isinstance(policy, DestroyProvider):
             from pyg_routing.envs.deconstruction.policy_destroy import PolicyDestroy
 
             return PolicyDestroy(policy, instances, k=self.remove)
-        raise TypeError(f"the destroy-and-repair search takes a destroy provider (with "
-                        f"propose()) or a removal policy, got {type(policy).__name__}")
+        return check_destroy(policy, "the destroy-and-repair search",
+                             " or a learned removal policy (an NDS policy)")
 
     def run(self, instances: RoutingInstances, policy: Any, stop: StoppingCriterion,
             seed: int | None = None, *, arrays: ProblemArrays | None = None,
@@ -118,11 +120,25 @@ class DestroyRepairSearch:
 
         Returns:
             :class:`SearchResult`; ``cost`` and ``initial_cost`` are ``float64``.
+
+        Raises:
+            TypeError: ``instances`` not a ``RoutingInstances`` batch (one ``RoutingData``
+                is told how to make one), ``policy`` neither a destroy provider object
+                nor a removal policy, ``seed`` not an integer >= 0 or None, ``arrays``
+                not :class:`ProblemArrays`, ``callback`` not callable.
+            InvalidInstanceError: malformed instances, or ``arrays`` of other instances.
         """
         t0 = time.perf_counter()
         check_stop(stop)
+        if not isinstance(instances, RoutingInstances):
+            raise not_a_batch(instances, "DestroyRepairSearch.run")
+        rng = as_generator(seed, "seed")
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable (iteration, seconds, best), got "
+                            f"{type(callback).__name__}")
+        if arrays is not None:
+            check_arrays_of(arrays, instances, "DestroyRepairSearch.run")
         destroy = self.destroy_of(policy, instances)
-        rng = np.random.default_rng(seed)
         if arrays is None:
             instances.check()
             arrays = ProblemArrays.from_instances(instances)

@@ -8,6 +8,7 @@ its configuration (``config_class``), environment (``make_env``) and policy
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,38 @@ def get(name: str) -> type[ImprovementLightning]:
     return _BACKBONES[name]
 
 
-def read_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
+#: How a command line user passes ``trust=True`` (see :func:`add_trust_option`).
+TRUST_OPTION = "--trust-checkpoint"
+
+
+def add_trust_option(p: argparse.ArgumentParser) -> None:
+    """``--trust-checkpoint`` (``args.trust_checkpoint``), for every command that reads
+    a checkpoint: load it the old way, with full unpickling."""
+    p.add_argument(TRUST_OPTION, dest="trust_checkpoint", action="store_true",
+                   help="UNSAFE: load the checkpoint with full unpickling, which runs code "
+                        "from the file; only for files you made or trust. Without it, a "
+                        "checkpoint is read as data (tensors, numbers, strings, containers) "
+                        "and one that needs anything else is refused")
+
+
+def read_checkpoint(path: str | Path, map_location: Any = "cpu", *,
+                    trust: bool = False) -> dict[str, Any]:
     """A checkpoint of a ``pyg-routing train`` run (refused, naming the file, when it
-    is not one)."""
-    ckpt = read_torch(path, "checkpoint", map_location=map_location)
+    is not one).
+
+    The file is read as data (``torch.load(weights_only=True)``): our checkpoints
+    hold only tensors, numbers, strings and containers, so no type is allow-listed.
+    ``trust=True`` loads with full unpickling, as before: UNSAFE, it runs code from
+    the file.
+
+    Raises:
+        UntrustedFileError: without ``trust``, the file needs another type (the
+            message names the file and the type).
+        CorruptFileError: not a readable PyTorch file.
+        ValueError: not a training checkpoint of a registered backbone.
+    """
+    ckpt = read_torch(path, "checkpoint", map_location=map_location, trust=trust,
+                      opt_in=f"trust=True (command line: {TRUST_OPTION})")
     hp = ckpt.get("hyper_parameters") if isinstance(ckpt, dict) else None
     if not hp or "backbone" not in hp or "state_dict" not in ckpt:
         raise ValueError(f"{path} is not a pyg_routing training checkpoint (no backbone "
@@ -77,18 +106,22 @@ def read_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, An
 def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = None,
                 expect_pe: str | None = None, expect_backbone: str | None = None,
                 map_location: Any = "cpu", compiled: bool | None = None,
-                checkpoint: dict[str, Any] | None = None) -> ImprovementPolicy:
+                checkpoint: dict[str, Any] | None = None, *,
+                trust: bool = False) -> ImprovementPolicy:
     """The trained policy of a checkpoint (eval mode). ``compiled`` overrides
     whether a DACT decoder uses ``torch.compile`` (default: as trained);
     ``checkpoint`` is the file's content when the caller already read it with
-    :func:`read_checkpoint` (it is then not read again).
+    :func:`read_checkpoint` (it is then not read again); ``trust`` is passed to
+    :func:`read_checkpoint` (UNSAFE: runs code from the file).
 
     Raises:
+        UntrustedFileError: see :func:`read_checkpoint`.
         ValueError: the file is not a training checkpoint, or it was trained with
             another backbone, on another problem or with another encoding than
             expected.
     """
-    ckpt = read_checkpoint(ckpt_path, map_location) if checkpoint is None else checkpoint
+    ckpt = (read_checkpoint(ckpt_path, map_location, trust=trust) if checkpoint is None
+            else checkpoint)
     hp = ckpt["hyper_parameters"]
     wants = {"backbone": expect_backbone, "pe": expect_pe,
              "problem": None if expect_problem is None else Problem.parse(expect_problem).value}

@@ -136,14 +136,19 @@ class ImprovementLightning(L.LightningModule):
         """Refuse, naming the options, a checkpoint of another backbone or
         architecture when Lightning resumes into this model (before it loads the
         weights, where it would fail on mismatched names or shapes)."""
+        self.check_resume(checkpoint, getattr(self._trainer, "ckpt_path", None))
+
+    def check_resume(self, checkpoint: dict[str, Any], path: Any = None) -> None:
+        """``ValueError`` naming the options in which ``checkpoint`` (read from
+        ``path``) differs from this model's backbone and architecture; the training
+        command calls it before anything is written."""
         stored = checkpoint.get("hyper_parameters") or {}
         keys = ("backbone", *self.config.ARCHITECTURE)
         diff = [f"{k}={stored[k]!r} (this run: {self.hparams[k]!r})"
                 for k in keys if k in stored and stored[k] != self.hparams[k]]
         if diff:
-            path = getattr(self._trainer, "ckpt_path", None) or "the checkpoint"
-            raise ValueError(f"cannot resume {path}: it was trained with " + ", ".join(diff)
-                             + "; pass the same options to resume it")
+            raise ValueError(f"cannot resume {path or 'the checkpoint'}: it was trained with "
+                             + ", ".join(diff) + "; pass the same options to resume it")
 
     # ------------------------------------------------------------------ schedule
     def on_train_epoch_start(self) -> None:

@@ -173,7 +173,8 @@ def refuse_gps_options(config: TrainConfig, backbone: str) -> None:
         if getattr(config, name) != default:
             owner = "the GPS encoder (dact, or --encoder gps)" if name in GPS_OPTIONS \
                 else "DACT's decoder"
-            raise ValueError(f"--{name.replace('_', '-')} is an option of {owner}; the "
+            flag = "--compile" if name == "compiled" else f"--{name.replace('_', '-')}"
+            raise ValueError(f"{flag} is an option of {owner}; the "
                              f"{backbone} {'encoder' if name in GPS_OPTIONS else 'decoder'} "
                              f"has no such setting")
 

@@ -22,7 +22,7 @@ from pyg_routing.data.solvers import (
     sweep,
     tours_to_routes,
 )
-from pyg_routing.errors import InfeasibleSolutionError
+from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError
 
 METHODS = {
     "tsp": [nearest_neighbor, cheapest_insertion],
@@ -216,7 +216,11 @@ def test_unreachable_customer_raises() -> None:
     bad = RoutingInstances(inst.problem, inst.pos, demand=inst.demand,
                            capacity=inst.capacity, time_window=tw,
                            service_time=inst.service_time)
-    with pytest.raises(InfeasibleSolutionError, match=r"instance\(s\) \[1\].*node 2"):
+    # refused where the instances are checked, before any construction (issue 28)
+    with pytest.raises(InvalidInstanceError,
+                       match=r"instance 1, node 2: the customer cannot be served even alone: "
+                             r"the vehicle arrives at 0\.16\d+, after its window closes at "
+                             r"0\.0001"):
         nearest_neighbor(bad)
 
 

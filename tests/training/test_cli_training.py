@@ -212,6 +212,7 @@ def test_local_mp_reaches_the_checkpoint_and_a_resume_must_keep_it(tmp_path, cap
     err = capsys.readouterr().err
     assert code == 2 and f"cannot resume {ckpt}" in err
     assert "local_mp='undirected' (this run: 'directed')" in err
+    assert not (tmp_path / "r").exists()          # refused before anything is written
     code = main(["train", "--problem", "cvrp", "--pe", "none", "--local-mp", "undirected",
                  "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])
     assert code == 2 and "pe='ipe' (this run: 'none')" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from pyg_routing.data.feasibility import TIME_RTOL
 from pyg_routing.envs.deconstruction.problem import PCVRP, VRPTW, ProblemArrays, capacity_limit
 from pyg_routing.errors import InfeasibleSolutionError, InvalidSolutionError
 
@@ -192,7 +193,9 @@ def _walk(state: ToursArrays, arrays: ProblemArrays, nheads: np.ndarray) -> None
     ld = np.zeros(len(ss))
     steps = np.zeros(len(ss), np.int64)
     dep = arrays.tw[inst, 0, 0] + arrays.service[inst, 0]
-    tol = 1e-9 * max(1.0, float(np.abs(arrays.tw).max(initial=0.0)))
+    # the data layer's tolerance, per instance (NDS's C++ starts are late by ~5e-8)
+    scale = np.abs(arrays.tw).reshape(len(arrays.tw), -1).max(axis=1, initial=0.0)
+    tol = (TIME_RTOL * np.maximum(1.0, scale))[inst]
     late_at = np.zeros(len(ss), np.int64)
     alive = cur != 0
     while alive.any():
@@ -204,7 +207,7 @@ def _walk(state: ToursArrays, arrays: ProblemArrays, nheads: np.ndarray) -> None
         ld[a] += arrays.demand[i, v]
         if arrays.kind == VRPTW:
             arrive = dep[a] + arc
-            late = (arrive > arrays.tw[i, v, 1] + tol) & (late_at[a] == 0)
+            late = (arrive > arrays.tw[i, v, 1] + tol[a]) & (late_at[a] == 0)
             late_at[a[late]] = v[late]
             dep[a] = np.maximum(arrive, arrays.tw[i, v, 0]) + arrays.service[i, v]
         prev[a] = v

@@ -16,16 +16,47 @@ class InvalidRemovalSetError(RoutingError):
 def _array(x, name: str) -> np.ndarray:
     if hasattr(x, "detach"):                         # a torch tensor
         x = x.detach().cpu().numpy()
-    arr = np.asarray(x)
-    if arr.dtype == object:
-        raise InvalidRemovalSetError(f"`{name}` must be a numeric array, got {type(x).__name__}")
+    try:
+        arr = np.asarray(x)
+    except ValueError:                               # ragged nested lists
+        raise InvalidRemovalSetError(f"`{name}` must be a rectangular numeric array (pad "
+                                     f"short sets with -1), got ragged nested "
+                                     f"{type(x).__name__}s") from None
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        raise InvalidRemovalSetError(f"`{name}` must be a numeric array, got {type(x).__name__}"
+                                     f" of {arr.dtype}")
     return arr
 
 
-def check_recreate_n(recreate_n: int) -> None:
+def check_count(value, name: str, low: int = 1) -> int:
+    """``value`` as an ``int`` if it is an integer (Python or NumPy, not a bool) ``>= low``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise InvalidRemovalSetError(f"`{name}` must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_recreate_n(recreate_n: int) -> int:
     if isinstance(recreate_n, bool) or not isinstance(recreate_n, int | np.integer) \
             or recreate_n < 1:
         raise InvalidRemovalSetError(f"recreate_n must be an integer >= 1, got {recreate_n!r}")
+    return int(recreate_n)
+
+
+def as_generator(rng, name: str = "rng") -> np.random.Generator:
+    """``np.random.default_rng(rng)`` (a Generator is returned as it is), refusing what
+    it cannot seed from (a float, a string, a bool, a negative integer) by name."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    what = (f"`{name}` must be a numpy Generator, a seed (an integer >= 0) or None, got "
+            f"{rng!r}")
+    if isinstance(rng, bool | float | str):
+        raise TypeError(what)
+    try:
+        return np.random.default_rng(rng)
+    except TypeError:
+        raise TypeError(what) from None
+    except ValueError:
+        raise InvalidRemovalSetError(what) from None
 
 
 def check_sets(sets, num_slots: int, n: int) -> np.ndarray:

@@ -36,7 +36,12 @@ from pyg_routing.envs.deconstruction._sisr_kernel import (
     STRING_UNIFORMS,
     sisr_kernel,
 )
-from pyg_routing.envs.deconstruction._validate import InvalidRemovalSetError, check_uniforms
+from pyg_routing.envs.deconstruction._validate import (
+    InvalidRemovalSetError,
+    as_generator,
+    check_count,
+    check_uniforms,
+)
 from pyg_routing.envs.deconstruction.problem import PCVRP, ProblemArrays
 from pyg_routing.envs.deconstruction.state import ToursState, state_shapes_match
 
@@ -116,19 +121,33 @@ def neighbour_table(arrays: ProblemArrays, width: int | None = None) -> np.ndarr
     return out
 
 
-def _check_int(value: Any, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise InvalidRemovalSetError(f"`{name}` must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def _check_propose(state: ToursState, arrays: ProblemArrays, num_sets: int) -> int:
+def check_propose(state: ToursState, arrays: ProblemArrays, num_sets: int) -> int:
+    """What every provider's ``propose`` refuses: ``state`` or ``arrays`` of another
+    type (``TypeError``), a state that does not fit ``arrays``
+    (:class:`InvalidSolutionError`), ``num_sets`` not an integer >= 1."""
+    if not isinstance(arrays, ProblemArrays):
+        raise TypeError(f"propose takes the instances' ProblemArrays "
+                        f"(ProblemArrays.from_instances(instances)), got "
+                        f"{type(arrays).__name__}")
+    if not isinstance(state, ToursState):
+        raise TypeError(f"propose takes the slots' ToursState, got {type(state).__name__}")
     state_shapes_match(state, arrays)
-    return _check_int(num_sets, "num_sets", 1)
+    return check_count(num_sets, "num_sets", 1)
 
 
-def _generator(rng: np.random.Generator | int | None) -> np.random.Generator:
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+def check_destroy(destroy: Any, where: str, extra: str = "") -> DestroyProvider:
+    """``destroy`` if it is a :class:`DestroyProvider` object; a provider's name, its
+    class or anything else is refused (``TypeError``) saying what to pass."""
+    what = f"a destroy provider object such as SISRDestroy() or RandomDestroy(k=15){extra}"
+    if isinstance(destroy, str):
+        raise TypeError(f"{where} takes {what}, not a name: got {destroy!r}")
+    if isinstance(destroy, type):
+        raise TypeError(f"{where} takes {what}, not a class: got the class "
+                        f"{destroy.__name__} (call it: {destroy.__name__}(...))")
+    if not isinstance(destroy, DestroyProvider):
+        raise TypeError(f"{where} takes {what} (a `name` and a propose(state, arrays, "
+                        f"num_sets, rng) method), got {type(destroy).__name__}")
+    return destroy
 
 
 class RandomDestroy:
@@ -146,7 +165,7 @@ class RandomDestroy:
     name = "random"
 
     def __init__(self, k: int = 15) -> None:
-        self.k = _check_int(k, "k", 1)
+        self.k = check_count(k, "k", 1)
         self._tables = PerArraysCache(functools.partial(neighbour_table, width=self.k))
 
     def __repr__(self) -> str:
@@ -160,13 +179,13 @@ class RandomDestroy:
             InvalidRemovalSetError: ``k > N``, ``num_sets < 1``.
             InvalidSolutionError: ``state`` does not fit ``arrays``.
         """
-        num_sets = _check_propose(state, arrays, num_sets)
+        num_sets = check_propose(state, arrays, num_sets)
         n = arrays.num_customers
         if self.k > n:
             raise InvalidRemovalSetError(f"RandomDestroy `k` = {self.k} exceeds the number "
                                          f"of customers N = {n}")
         table = self._tables.get(arrays)                            # [I, N+1, k]
-        seeds = _generator(rng).integers(1, n + 1, size=(len(state), num_sets))
+        seeds = as_generator(rng).integers(1, n + 1, size=(len(state), num_sets))
         return np.ascontiguousarray(table[state.inst[:, None], seeds])
 
 
@@ -239,7 +258,7 @@ class SISRDestroy:
             raise InvalidRemovalSetError(f"SISR `strict_strings` must be a bool, got "
                                          f"{strict_strings!r}")
         self.c_bar = float(c_bar)
-        self.l_max = _check_int(l_max, "l_max", 1)
+        self.l_max = check_count(l_max, "l_max", 1)
         self.alpha = float(alpha)
         self.strict_strings = strict_strings
         self._tables = PerArraysCache(neighbour_table)
@@ -275,7 +294,8 @@ class SISRDestroy:
     def draw_uniforms(self, num_slots: int, num_sets: int,
                       rng: np.random.Generator | int | None = None) -> np.ndarray:
         """``float64 [S, num_sets, U]`` uniforms for :meth:`sets_from_uniforms`."""
-        return _generator(rng).random((num_slots, num_sets, self.uniforms_per_set))
+        shape = (check_count(num_slots, "num_slots", 0), check_count(num_sets, "num_sets", 1))
+        return as_generator(rng).random((*shape, self.uniforms_per_set))
 
     def sets_from_uniforms(self, state: ToursState, arrays: ProblemArrays,
                            u: np.ndarray) -> np.ndarray:
@@ -319,6 +339,6 @@ class SISRDestroy:
             InvalidRemovalSetError: ``num_sets < 1``.
             InvalidSolutionError: ``state`` does not fit ``arrays``.
         """
-        num_sets = _check_propose(state, arrays, num_sets)
+        num_sets = check_propose(state, arrays, num_sets)
         # Freshly drawn uniforms are valid by construction: skip their check.
         return self._run(state, arrays, self.draw_uniforms(len(state), num_sets, rng))

@@ -29,8 +29,16 @@ import torch
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
+from pyg_routing.data.routing_data import not_a_batch
 from pyg_routing.envs.base import RoutingEnv
-from pyg_routing.envs.deconstruction.destroy import DestroyProvider
+from pyg_routing.envs.deconstruction._validate import (
+    InvalidRemovalSetError,
+    as_generator,
+    check_count,
+    check_recreate_n,
+    check_sets,
+)
+from pyg_routing.envs.deconstruction.destroy import DestroyProvider, check_destroy
 from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
 from pyg_routing.envs.deconstruction.repair import (
@@ -95,28 +103,53 @@ class DeconstructionEnv(RoutingEnv):
     inits: ClassVar[tuple[str, ...]] = ("nds",)
 
     def __init__(self, recreate_n: int = 5) -> None:
-        self.recreate_n = int(recreate_n)
+        self.recreate_n = check_recreate_n(recreate_n)
 
     def reset(self, instances: RoutingInstances, augment: int = 1,
               rng: np.random.Generator | int | None = None) -> DeconstructionBatch:
         """NDS start solutions for ``augment`` slots per instance.
 
         Raises:
+            TypeError: ``instances`` not a ``RoutingInstances`` batch (one ``RoutingData``
+                is told how to make one); ``rng`` not a Generator or seed.
+            InvalidRemovalSetError: ``augment`` not an integer >= 1.
             UnsupportedProblemError: a problem other than cvrp, vrptw, pcvrp.
             InvalidInstanceError: malformed instances (naming the instance).
         """
+        if not isinstance(instances, RoutingInstances):
+            raise not_a_batch(instances, "DeconstructionEnv.reset")
+        augment = check_count(augment, "augment", 1)
+        rng = as_generator(rng)
         self.check_problem(instances.problem)
         arrays = ProblemArrays.from_instances(instances)
-        inst = np.repeat(np.arange(arrays.num_instances, dtype=np.int32), int(augment))
-        state = start_solutions(arrays, inst, rng=np.random.default_rng(rng))
+        inst = np.repeat(np.arange(arrays.num_instances, dtype=np.int32), augment)
+        state = start_solutions(arrays, inst, rng=rng)
         return DeconstructionBatch(instances, arrays, state, state.cost.copy())
 
     def warm_up(self, batch: DeconstructionBatch, destroy: DestroyProvider, steps: int,
                 num_sets: int, rng: np.random.Generator) -> None:
         """``steps`` rounds of ``num_sets`` sets per slot from ``destroy``, applied in
-        sequence with improvements only (NDS's training warm-up, ``T = 0``)."""
+        sequence with improvements only (NDS's training warm-up, ``T = 0``).
+
+        Raises:
+            TypeError: ``batch`` not :meth:`reset`'s; ``destroy`` not a provider object
+                (a name such as ``"sisr"`` or a class is told what to pass); ``rng`` not a
+                numpy ``Generator`` or None (a seed would replay the same draws every
+                round).
+            InvalidRemovalSetError: ``steps`` not an integer >= 0, ``num_sets`` not an
+                integer >= 1.
+        """
+        _check_batch(batch, "warm_up")
+        destroy = check_destroy(destroy, "DeconstructionEnv.warm_up",
+                                " or PolicyDestroy(policy, instances)")
+        steps = check_count(steps, "steps", 0)
+        check_count(num_sets, "num_sets", 1)
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            raise TypeError(f"DeconstructionEnv.warm_up: `rng` must be a numpy Generator "
+                            f"(np.random.default_rng(seed)) or None; a seed would replay the "
+                            f"same draws every round; got {rng!r}")
         best = batch.state.clone()
-        for _ in range(int(steps)):           # rounds depend on each other: sequential
+        for _ in range(steps):                # rounds depend on each other: sequential
             sets = destroy.propose(batch.state, batch.arrays, num_sets, rng)
             apply_sets_sa(batch.state, best, batch.arrays, sets, None, 0.0, self.recreate_n,
                           rng)
@@ -124,9 +157,20 @@ class DeconstructionEnv(RoutingEnv):
     def improve(self, batch: DeconstructionBatch, sets: np.ndarray,
                 rng: np.random.Generator) -> ImproveResult:
         """Repair every set of ``sets [S, K, k]`` against the current solutions and move
-        every slot to its best candidate (unconditionally)."""
-        sets = np.ascontiguousarray(sets, dtype=np.int32)
-        u = draw_uniforms(rng, sets.shape[:2], sets.shape[2], self.recreate_n)
+        every slot to its best candidate (unconditionally).
+
+        Raises:
+            TypeError: ``batch`` not :meth:`reset`'s; ``rng`` not a Generator or seed.
+            InvalidRemovalSetError: ``sets`` not integer ``[S, K >= 1, k >= 1]`` (floats
+                and bools are refused, not rounded), or a set with an id outside 1..N, the
+                depot or a repeated customer (naming slot, set and customer).
+        """
+        _check_batch(batch, "improve")
+        sets = check_sets(sets, len(batch.state), batch.state.num_customers)
+        if sets.shape[1] < 1:
+            raise InvalidRemovalSetError(f"`sets` must hold at least one set per slot, got "
+                                         f"shape {sets.shape}")
+        u = draw_uniforms(as_generator(rng), sets.shape[:2], sets.shape[2], self.recreate_n)
         current = batch.state.cost.copy()
         cost = evaluate_sets(batch.state, batch.arrays, sets, u, self.recreate_n)
         chosen = cost.argmin(axis=1)
@@ -149,3 +193,11 @@ class DeconstructionEnv(RoutingEnv):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(recreate_n={self.recreate_n})"
+
+
+def _check_batch(batch: DeconstructionBatch, method: str) -> None:
+    if not isinstance(batch, DeconstructionBatch):
+        hint = (" (reset(instances) makes it from RoutingInstances)"
+                if isinstance(batch, RoutingInstances) else "")
+        raise TypeError(f"DeconstructionEnv.{method} takes the DeconstructionBatch of "
+                        f"reset(){hint}, got {type(batch).__name__}")

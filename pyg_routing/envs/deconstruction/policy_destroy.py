@@ -17,6 +17,7 @@ the environments do not import the models.
 from __future__ import annotations
 
 import contextlib
+import numbers
 from typing import Any
 
 import numpy as np
@@ -24,27 +25,17 @@ import torch
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.envs.deconstruction.destroy import PerArraysCache
+from pyg_routing.data.routing_data import not_a_batch
+from pyg_routing.envs.deconstruction.destroy import PerArraysCache, check_propose
 from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
-from pyg_routing.envs.deconstruction.problem import KIND_OF_PROBLEM, ProblemArrays
-from pyg_routing.envs.deconstruction.state import ToursState, state_shapes_match
+from pyg_routing.envs.deconstruction.problem import ProblemArrays, arrays_mismatch
+from pyg_routing.envs.deconstruction.state import ToursState
 from pyg_routing.errors import InvalidInstanceError
 
-#: Largest mismatch (in distance units) tolerated between the arrays' distances from
-#: the depot and the features' coordinates (float32 coordinates, float64 distances).
-_DIST_ATOL = 1e-4
 
-
-def _check_matching(features: NDSFeatures, arrays: ProblemArrays) -> bool:
-    """Whether ``arrays`` are the instances of ``features`` (counts, problem, and the
-    distances from the depot recomputed from the coordinates)."""
-    if (arrays.num_instances != features.num_instances
-            or arrays.num_customers != features.num_customers
-            or KIND_OF_PROBLEM[features.problem] != arrays.kind):
-        return False
-    pos = features.pos[0].double().cpu()                      # identity copy [I, M, 2]
-    d0 = (pos - pos[:, :1]).norm(dim=-1).numpy()
-    return bool(np.allclose(d0, arrays.dist[:, 0], rtol=0, atol=_DIST_ATOL))
+def _mismatch(features: NDSFeatures, arrays: ProblemArrays) -> str | None:
+    """Why ``arrays`` are not the instances of ``features`` (``None``: they are)."""
+    return arrays_mismatch(arrays, features.problem, features.pos[0])   # identity copy
 
 
 class PolicyDestroy:
@@ -71,6 +62,11 @@ class PolicyDestroy:
                  temperature: float = 1.0) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        if not isinstance(instances, RoutingInstances):
+            raise not_a_batch(instances, "PolicyDestroy")
+        if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
+                or not (np.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
         prob = Problem.parse(instances.problem).value
         if getattr(policy, "problem", prob) != prob:
             raise ValueError(f"the policy was built for {policy.problem!r}, the instances are "
@@ -84,7 +80,7 @@ class PolicyDestroy:
         self._autocast = autocast
         self.features = NDSFeatures.from_instances(instances, device=self.device,
                                                    symmetry=symmetry)
-        self._matches = PerArraysCache(lambda arrays: _check_matching(self.features, arrays))
+        self._mismatch = PerArraysCache(lambda arrays: _mismatch(self.features, arrays))
 
     @property
     def device(self) -> torch.device:
@@ -113,14 +109,19 @@ class PolicyDestroy:
 
         Raises:
             InvalidInstanceError: ``arrays`` are not the instances given at construction.
-            ValueError: ``num_sets`` outside ``1..1024``.
+            InvalidRemovalSetError: ``num_sets`` not an integer >= 1.
+            ValueError: ``num_sets`` above ``1024`` (the policy's latents).
+            TypeError: ``rng`` not a numpy ``Generator``.
         """
-        state_shapes_match(state, arrays)
-        if not self._matches.get(arrays):
+        num_sets = check_propose(state, arrays, num_sets)
+        why = self._mismatch.get(arrays)
+        if why is not None:
             raise InvalidInstanceError(
-                "PolicyDestroy.propose got ProblemArrays of other instances than those it "
-                "was built with (counts or distances differ); build it with the search's "
-                "instances")
+                f"PolicyDestroy.propose got ProblemArrays of other instances than those it "
+                f"was built with ({why}); build it with the search's instances")
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"PolicyDestroy.propose: `rng` must be a numpy Generator "
+                            f"(np.random.default_rng(seed)), got {rng!r}")
         seed = int(rng.integers(0, 2 ** 63 - 1))
         gen = torch.Generator(device=self.device).manual_seed(seed)
         was_training = self.policy.training

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from pyg_routing.data.feasibility import CAPACITY_RTOL, describe_unservable
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import UnsupportedProblemError
@@ -29,9 +30,12 @@ PCVRP = 2
 KIND_OF_PROBLEM: dict[Problem, int] = {Problem.CVRP: CVRP, Problem.VRPTW: VRPTW,
                                        Problem.PCVRP: PCVRP}
 PROBLEM_OF_KIND: dict[int, Problem] = {v: k for k, v in KIND_OF_PROBLEM.items()}
-#: Relative slack of the capacity test ``load + d_c <= C (1 + 1e-9)`` (shared by the
-#: kernels, the reference and the checks, so that they agree).
-CAPACITY_RTOL = 1e-9
+#: Largest mismatch (in distance units) tolerated between the arrays' distances from
+#: the depot and coordinates they are checked against (float32 coordinates, float64
+#: distances): :func:`arrays_mismatch`.
+DIST_ATOL = 1e-4
+# The relative slack of the capacity test ``load + d_c <= C (1 + CAPACITY_RTOL)`` is the
+# data layer's (shared by the kernels, the reference and the checks, so that they agree).
 
 
 def capacity_limit(capacity: np.ndarray | float) -> np.ndarray | float:
@@ -134,7 +138,10 @@ class ProblemArrays:
     def check_servable(self) -> None:
         """VRPTW: refuse customers that cannot be served by the tour ``0 -> c -> 0``.
 
-        Uses the very expressions of the repair's feasibility test (leave the depot
+        Uses the very expressions of the repair's feasibility test, exact as NDS's
+        (no tolerance: the data layer's load-time check, :func:`~pyg_routing.data.
+        feasibility.unservable_alone`, allows ``TIME_RTOL``; a customer late by less than
+        that passes it but cannot be inserted by the repair) (leave the depot
         at ``t0``, arrive ``t0 + d(0, c) <= l_c``, depart ``max(arrive, e_c) + s_c``,
         return by ``l_0``), vectorized over all instances and customers.
 
@@ -151,13 +158,40 @@ class ProblemArrays:
         if not bad.any():
             return
         i, c = (int(x) for x in np.argwhere(bad)[0])
-        if late[i, c]:
-            raise InvalidInstanceError(
-                f"{where(i, node=c + 1)}the customer cannot be served even alone: the "
-                f"vehicle arrives at {arrive[i, c]:g}, after its window closes at "
-                f"{self.tw[i, c + 1, 1]:g}")
-        raise InvalidInstanceError(
-            f"{where(i, node=c + 1)}the customer cannot be served even alone: serving it "
-            f"brings the vehicle back at {back[i, c]:g}, after the depot closes at "
-            f"{self.tw[i, 0, 1]:g}")
+        raise InvalidInstanceError(f"{where(i, node=c + 1)}" + describe_unservable(
+            bool(late[i, c]), float(arrive[i, c]), float(back[i, c]),
+            float(self.tw[i, c + 1, 1]), float(self.tw[i, 0, 1])))
 
+
+def arrays_mismatch(arrays: ProblemArrays, problem: Problem | str, pos: torch.Tensor
+                    ) -> str | None:
+    """Why ``arrays`` are not the arrays of the ``problem`` instances at ``pos [I, M, 2]``
+    (counts, problem, or the distances from the depot recomputed from the
+    coordinates, naming the first instance that differs), or ``None`` if they are."""
+    prob = Problem.parse(problem)
+    shape = (arrays.num_instances, arrays.num_customers + 1)
+    if tuple(pos.shape[:2]) != shape or KIND_OF_PROBLEM.get(prob) != arrays.kind:
+        return (f"the arrays hold {shape[0]} {arrays.problem.value} instance(s) of "
+                f"{shape[1] - 1} customers, the instances are {pos.shape[0]} {prob.value} of "
+                f"{pos.shape[1] - 1}")
+    pos = pos.detach().double().cpu()
+    d0 = (pos - pos[:, :1]).norm(dim=-1).numpy()
+    off = ~np.isclose(d0, arrays.dist[:, 0], rtol=0, atol=DIST_ATOL)
+    if off.any():
+        i, c = (int(x) for x in np.argwhere(off)[0])
+        return (f"{where(i, node=c)}the arrays' distance from the depot is "
+                f"{arrays.dist[i, 0, c]:.6g}, the coordinates give {d0[i, c]:.6g}")
+    return None
+
+
+def check_arrays_of(arrays: ProblemArrays, instances: RoutingInstances, who: str) -> None:
+    """Refuse ``arrays`` that are not a :class:`ProblemArrays` (``TypeError``) or not
+    those of ``instances`` (:class:`InvalidInstanceError`, saying how they differ)."""
+    if not isinstance(arrays, ProblemArrays):
+        raise TypeError(f"{who}: `arrays` must be the instances' ProblemArrays "
+                        f"(ProblemArrays.from_instances(instances)), got "
+                        f"{type(arrays).__name__}")
+    why = arrays_mismatch(arrays, instances.problem, instances.pos)
+    if why is not None:
+        raise InvalidInstanceError(f"{who}: `arrays` belong to other instances: {why}; build "
+                                   f"them with ProblemArrays.from_instances(instances)")

@@ -27,6 +27,9 @@ import numpy as np
 from pyg_routing.envs.deconstruction._kernels import MODE_SA
 from pyg_routing.envs.deconstruction._validate import (
     InvalidRemovalSetError,
+    _array,
+    as_generator,
+    check_count,
     check_sets,
     check_uniforms,
 )
@@ -71,23 +74,42 @@ def start_solutions(arrays: ProblemArrays, inst: np.ndarray, rounds: int | None 
         inst: ``[S]`` instance rows (e.g. ``np.repeat(np.arange(B), 8)``).
         rounds, num_removed: default :func:`start_parameters`.
         rng: seed or Generator for :func:`draw_start_randomness`.
-        removal, u: pre-drawn randomness (overrides ``rng``), shapes as returned by
-            :func:`draw_start_randomness`.
+        removal, u: pre-drawn randomness (overrides ``rng``; both or neither), shapes as
+            returned by :func:`draw_start_randomness`.
+
+    Raises:
+        TypeError: ``arrays`` not :class:`ProblemArrays`; ``rng`` not a Generator or seed.
+        InvalidRemovalSetError: ``inst`` not integer instance rows (floats and bools are
+            refused, not rounded), counts that are not integers in range, only one of
+            ``removal`` and ``u``, or malformed ones (naming slot, round and customer).
     """
+    if not isinstance(arrays, ProblemArrays):
+        raise TypeError(f"start_solutions takes the instances' ProblemArrays "
+                        f"(ProblemArrays.from_instances(instances)), got {type(arrays).__name__}")
     n = arrays.num_customers
+    inst = _array(inst, "inst")
+    rows = f"instance rows in 0..{arrays.num_instances - 1}"
+    if inst.ndim != 1 or inst.size and (inst.dtype == bool
+                                        or not np.issubdtype(inst.dtype, np.integer)):
+        raise InvalidRemovalSetError(f"`inst` must be a 1-D integer array of {rows}, got "
+                                     f"{inst.dtype} {inst.shape}")
+    bad = (inst < 0) | (inst >= arrays.num_instances)
+    if bad.any():
+        s = int(np.argmax(bad))
+        raise InvalidRemovalSetError(f"slot {s}: `inst` = {int(inst[s])} is not one of the "
+                                     f"{rows}")
     inst = np.ascontiguousarray(inst, dtype=np.int32)
-    if inst.ndim != 1 or ((inst < 0) | (inst >= arrays.num_instances)).any():
-        raise InvalidRemovalSetError(f"`inst` must be a 1-D array of instance rows in "
-                                     f"0..{arrays.num_instances - 1}")
     d_rounds, d_m = start_parameters(n)
-    rounds = d_rounds if rounds is None else int(rounds)
-    m = d_m if num_removed is None else int(num_removed)
-    if rounds < 0 or not 0 <= m <= n:
-        raise InvalidRemovalSetError(f"need rounds >= 0 and 0 <= num_removed <= N = {n}, got "
-                                     f"{rounds} and {m}")
-    if removal is None or u is None:
-        removal, u = draw_start_randomness(len(inst), n, rounds, m, rng)
-    removal = np.asarray(removal)
+    rounds = d_rounds if rounds is None else check_count(rounds, "rounds", 0)
+    m = d_m if num_removed is None else check_count(num_removed, "num_removed", 0)
+    if not 0 <= m <= n:
+        raise InvalidRemovalSetError(f"need 0 <= num_removed <= N = {n}, got {m}")
+    if (removal is None) != (u is None):
+        raise InvalidRemovalSetError("give both `removal` and `u` (pre-drawn randomness), or "
+                                     "neither")
+    if removal is None:
+        removal, u = draw_start_randomness(len(inst), n, rounds, m, as_generator(rng))
+    removal = _array(removal, "removal")
     if removal.ndim != 3 or removal.shape[:2] != (len(inst), rounds):
         raise InvalidRemovalSetError(f"`removal` must have shape [S={len(inst)}, rounds="
                                      f"{rounds}, m], got {removal.shape}")

@@ -26,13 +26,15 @@ different scale at test time than the policy learnt, so we keep one window.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
+from pyg_routing.data.routing_data import not_a_batch
 from pyg_routing.envs.base import ImprovementEnv, Observation
 from pyg_routing.envs.pair_reinsertion.observation import observe
 from pyg_routing.envs.pair_reinsertion.state import PairReinsertionState
@@ -68,7 +70,7 @@ class PairReinsertionEnv(ImprovementEnv):
         self.window = window
 
     # ------------------------------------------------------------------ reset
-    def reset(self, instances: RoutingInstances, init: str | Tensor = "random",
+    def reset(self, instances: RoutingInstances, init: str | Tensor | Any = "random",
               generator: torch.Generator | None = None) -> PairReinsertionState:
         """Initial tours of ``B`` PDTSP instances.
 
@@ -77,17 +79,28 @@ class PairReinsertionEnv(ImprovementEnv):
             init: ``"random"`` (uniform over the feasible tours,
                 :func:`~pyg_routing.functional.pickup_delivery.random_feasible_orders`;
                 N2S starts from random tours too), ``"nearest_neighbor"``, or given
-                tours: ``[B, M]`` long node ids from the depot (a closing depot
-                ``[B, M + 1]`` is accepted), in the instances' own ids.
-            generator: RNG of ``init="random"``.
+                tours: ``[B, M]`` integer node ids from the depot (a closing depot
+                ``[B, M + 1]`` is accepted), in the instances' own ids, as a tensor, a
+                numpy array, or a list of rows (lists, numpy arrays or tensors).
+            generator: RNG of ``init="random"`` (a ``torch.Generator`` or ``None``).
 
         Raises:
+            TypeError: ``instances`` not a ``RoutingInstances`` batch; ``init`` neither
+                a name nor tours; ``generator`` not a ``torch.Generator``.
             InvalidInstanceError: not PDTSP, or customers outside the pairs.
             InvalidSolutionError, InfeasibleSolutionError: given tours that are not
-                tours of all nodes from the depot, or with a delivery before its
-                pickup (naming the instance and the pair).
+                integer tours of all nodes from the depot (floats and bools are refused,
+                not rounded; ragged rows too), or with a delivery before its pickup
+                (naming the instance and the pair).
             ValueError: an unknown ``init`` name.
         """
+        if not isinstance(instances, RoutingInstances):
+            raise not_a_batch(instances, "PairReinsertionEnv.reset")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"PairReinsertionEnv.reset: `generator` must be a "
+                            f"torch.Generator or None, got {generator!r}")
+        if isinstance(init, np.ndarray | list | tuple):
+            init = _tours_tensor(init)
         self.check_problem(instances.problem)
         b, m = instances.pos.shape[:2]
         dev = instances.device
@@ -108,9 +121,13 @@ class PairReinsertionEnv(ImprovementEnv):
             from pyg_routing.data.solvers.constructive import nearest_neighbor
 
             order = inverse[nearest_neighbor(instances)[:, :-1]]
-        else:
+        elif isinstance(init, str):
             raise ValueError(f"unknown init {init!r}; choose from {INITS} or pass tours "
                              f"[B, M] (long node ids from the depot)")
+        else:
+            raise TypeError(f"init must be one of {INITS} or tours [B, M] (integer node "
+                            f"ids from the depot: a tensor, a numpy array or a list of "
+                            f"rows), got {type(init).__name__}")
         pos = instances.pos[:, perm]
         cost = cycle_cost(pos, order)
         window = 2 * p if self.window is None else self.window
@@ -212,3 +229,22 @@ class PairReinsertionEnv(ImprovementEnv):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({'' if self.window is None else self.window})"
+
+
+def _tours_tensor(init: np.ndarray | list | tuple) -> Tensor:
+    """Given tours as a numpy array or a list of rows, as a tensor of the SAME dtype
+    (so that :meth:`PairReinsertionEnv._given_tours` refuses floats and bools by type,
+    never rounding them); never the caller's memory once converted to long."""
+    try:
+        arr = np.asarray(init if isinstance(init, np.ndarray) else
+                         [np.asarray(row) for row in init])
+    except (ValueError, TypeError):
+        lengths = sorted({len(row) for row in init if hasattr(row, "__len__")})
+        raise InvalidSolutionError(f"initial solution: the tours must be rows of equal "
+                                   f"length [B, M], got rows of lengths {lengths}") from None
+    if arr.dtype.kind not in ("i", "u", "b", "f"):
+        raise InvalidSolutionError(f"initial solution: expected integer node ids in rows "
+                                   f"of equal length, got {arr.dtype} values")
+    if arr.dtype.kind == "u" and arr.dtype != np.uint8:
+        arr = arr.astype(np.int64)           # torch has no general unsigned types
+    return torch.from_numpy(np.ascontiguousarray(arr))

@@ -35,6 +35,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
+from pyg_routing.data.feasibility import CAPACITY_RTOL
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import RouteQuantities
@@ -47,7 +48,6 @@ from pyg_routing.functional.pickup_delivery import random_feasible_orders
 from pyg_routing.functional.route_pe import ipexpe
 
 INITS = ("sweep", "nearest_neighbor", "random")
-_CAP_TOL = 1e-9   # relative, as in RoutingData.check(): load > cap * (1 + 1e-9) fails
 
 
 # ------------------------------------------------------------------------ reset
@@ -156,7 +156,7 @@ def _random_order(demand: Tensor, cap: Tensor, generator: torch.Generator | None
     cuts = []
     for k in range(c):     # sequential by nature; vectorized over the batch
         total = load + d[:, k]
-        cut = total > cap.double() * (1 + _CAP_TOL)
+        cut = total > cap.double() * (1 + CAPACITY_RTOL)
         cuts.append(cut & (k > 0))
         load = torch.where(cut, d[:, k], total)
     cum = torch.cumsum(torch.stack(cuts, 1).long(), 1)                  # [B, c]
@@ -267,7 +267,7 @@ def action_mask(state: TwoOptState) -> Tensor:
     dev = state.device
     if state.problem in (Problem.CVRP, Problem.VRPTW):
         ridx, upto, after = route_loads(state)
-        cap = state.capacity.double().unsqueeze(1) * (1 + _CAP_TOL)
+        cap = state.capacity.double().unsqueeze(1) * (1 + CAPACITY_RTOL)
         # ``upto_j <= cap - upto_i`` instead of ``upto_i + upto_j <= cap``: the
         # subtraction is [B, M] instead of [B, M, M] (the mask dominates the step).
         ok = (((cap - upto).unsqueeze(2) >= upto.unsqueeze(1))

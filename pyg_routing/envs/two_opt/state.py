@@ -27,6 +27,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
+from pyg_routing.data.feasibility import time_tolerance
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import BatchedState
 from pyg_routing.envs.tours import succ_from_order
@@ -129,5 +130,5 @@ def time_window_feasible(pos: Tensor, time_window: Tensor, service_time: Tensor,
         a, c = torch.maximum(a, a_prev + c), c_prev + c
         shift *= 2
     arrival = a[..., :-1] + st[..., :-1] + tau                          # into t + 1
-    tol = 1e-6 * time_window.double().abs().amax(dim=(1, 2)).clamp(min=1.0).view(b, 1, 1)
+    tol = time_tolerance(time_window.abs().amax(dim=(1, 2))).view(b, 1, 1)
     return (arrival <= tw[..., 1:, 1] + tol).all(-1)

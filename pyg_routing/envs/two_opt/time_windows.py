@@ -44,7 +44,7 @@ for every state, feasible or not, and every pair (``lo == hi`` gives the current
 cycle, as in the brute force). Arithmetic is float64 with the travel times computed
 exactly like :func:`.state.time_window_feasible` (``hypot`` in ``pos.dtype``), so the
 results agree up to rounding-order differences far below the tolerance
-``tol = 1e-6 * max(1, max |tw|)``.
+``tol = TIME_RTOL * max(1, max |tw|)`` (:func:`pyg_routing.data.feasibility.time_tolerance`).
 
 Layout: positions (and pairs) along dim 0, instances along dim 1, so that every
 selection of positions or pairs is one ``index_select`` of contiguous rows. The
@@ -61,6 +61,7 @@ import math
 import torch
 from torch import Tensor
 
+from pyg_routing.data.feasibility import time_tolerance
 from pyg_routing.envs.two_opt.state import TwoOptState
 
 #: ``(c, a, z, ok)`` of many paths, each field ``[S, B]`` (see the module docstring).
@@ -147,7 +148,7 @@ def _chunk_mask(order: Tensor, pos: Tensor, time_window: Tensor, service_time: T
     tw = time_window.double().gather(1, closed.t().unsqueeze(-1).expand(b, m + 1, 2))
     tw = tw.transpose(0, 1)
     svc = service_time.double().gather(1, closed.t()).t()
-    tol = 1e-6 * time_window.double().abs().amax(dim=(1, 2)).clamp(min=1.0)   # [B]
+    tol = time_tolerance(time_window.abs().amax(dim=(1, 2)))                    # [B]
     # Node summaries: arrival x -> max(x + s, e + s), x <= l + tol; depots: constant.
     elem: Summary = (torch.where(closed < num_depots, -math.inf, svc), tw[..., 0] + svc,
                      tw[..., 1] + tol, torch.ones_like(closed, dtype=torch.bool))

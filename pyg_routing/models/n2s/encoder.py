@@ -22,6 +22,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from pyg_routing.models.gps_encoder import check_heads
 from pyg_routing.models.n2s.synthesis_attention import SynthesisAttentionLayer
 from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
 
@@ -48,6 +49,7 @@ class N2SEncoder(nn.Module):
                  pe: str | PositionalEncoding = "dact_cpe", pe_dim: int = 128,
                  num_bands: int = 4, max_route_len: int = 512, **pe_kwargs: Any) -> None:
         super().__init__()
+        check_heads("N2SEncoder", dim, heads, num_layers=num_layers)
         self.in_channels, self.dim, self.heads = in_channels, dim, heads
         self.positional = PositionalEncoding.build(pe, dim=dim, heads=heads, pe_dim=pe_dim,
                                                    num_bands=num_bands,

@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pyg_routing.models.gps_encoder import check_heads
 from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
 from pyg_routing.models.pe.rope import RotaryPE
 
@@ -240,6 +241,9 @@ class NDSEncoder(nn.Module):
                  pe: str | PositionalEncoding = "none", pe_dim: int = 32,
                  num_bands: int = 4, max_route_len: int = 512, **pe_kwargs: Any) -> None:
         super().__init__()
+        check_heads("NDSEncoder", dim, heads, encoder_layer_num=encoder_layer_num,
+                    encoder_layer_num_2=encoder_layer_num_2,
+                    message_passing_layer_num=message_passing_layer_num)
         self.in_features, self.dim, self.heads = in_features, dim, heads
         self.directed = directed
         self.positional = PositionalEncoding.build(pe, dim=dim, heads=heads, pe_dim=pe_dim,
