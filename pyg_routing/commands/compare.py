@@ -37,7 +37,7 @@ import torch
 from pyg_routing import encodings
 from pyg_routing.commands.evaluate import SEARCH_OPTIONS as EVALUATE_SEARCH_OPTIONS
 from pyg_routing.commands.evaluate import build_test_search, check_init
-from pyg_routing.commands.jobs import check_policy_search, generated_jobs, search_jobs
+from pyg_routing.commands.jobs import generated_jobs, search_jobs
 from pyg_routing.commands.search import write_tables
 from pyg_routing.commands.train import (
     REFERENCE_METHODS,
@@ -154,7 +154,7 @@ class CompareSearch:
                    **{name: getattr(args, f"search_{name}") for name in SEARCH_OPTIONS}}
         self.search = build_test_search(self.lightning, config, args.augment, options)
         # every row but the baselines'
-        check_policy_search(self.lightning, self.search, {"rollouts": "--search-rollouts"})
+        self.lightning.check_policy_search(self.search, {"rollouts": "--search-rollouts"})
         self.stop = budget(args.steps, args.search_seconds)
         # evaluate's job options: one worker on --accelerator, the test instances
         self.args = argparse.Namespace(

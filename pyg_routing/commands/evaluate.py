@@ -30,7 +30,6 @@ import torch
 from pyg_routing.commands.jobs import (
     add_instance_options,
     add_reference,
-    check_policy_search,
     check_remove,
     generated_jobs,
     refuse_instance_options,
@@ -213,7 +212,7 @@ def run_evaluate(args: argparse.Namespace) -> dict[str, Any] | None:
     options = {k: getattr(args, k) for k in SEARCH_OPTIONS}
     search = build_test_search(lightning, config, args.augment, options)
     if trained is not None:
-        check_policy_search(lightning, search, {"rollouts": "--rollouts"})
+        lightning.check_policy_search(search, {"rollouts": "--rollouts"})
     policy = trained if trained is not None else \
         lightning.baselines[args.policy][1](args.remove or 15)
     stop = budget(args.steps, args.search_seconds)

@@ -97,19 +97,6 @@ def check_remove(args: argparse.Namespace, jobs: list[SearchJob], remove: int,
                          f"{where}; pass --remove <= {customers}")
 
 
-def check_policy_search(lightning: Any, search: Any, flags: dict[str, str]) -> None:
-    """:meth:`ImprovementLightning.check_policy_search` (a test search a trained policy
-    cannot run), its refusal (``"<setting>=<value>: ..."``) prefixed with the option of
-    that setting (``flags``: setting -> option)."""
-    try:
-        lightning.check_policy_search(search)
-    except ValueError as err:
-        setting = str(err).split("=", 1)[0]
-        if setting in flags:
-            raise ValueError(f"{flags[setting]} {getattr(search, setting)}: {err}") from None
-        raise
-
-
 def generated_jobs(args: argparse.Namespace, size: int = 1) -> list[SearchJob]:
     """``--instances`` instances of ``--problem``/``--preset`` (seed ``--seed``), ``size``
     consecutive instances per job."""

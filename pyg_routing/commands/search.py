@@ -28,7 +28,6 @@ from typing import Any
 from pyg_routing.commands.jobs import (
     add_instance_options,
     add_reference,
-    check_policy_search,
     check_remove,
     generated_jobs,
     refuse_instance_options,
@@ -157,7 +156,7 @@ def run_search(args: argparse.Namespace) -> dict[str, Any] | None:
     search = DestroyRepairSearch(augment=args.augment, rollouts=args.rollouts,
                                  recreate_n=args.recreate, remove=args.remove)
     if args.destroy == "policy":
-        check_policy_search(backbones.get("nds"), search, {"rollouts": "--rollouts"})
+        backbones.get("nds").check_policy_search(search, {"rollouts": "--rollouts"})
     stop = budget(args.iterations, args.time_limit)
     policy = load_destroy_policy(args)
     args = with_problem(args, policy)          # the checkpoint, read once, names the problem

@@ -30,7 +30,7 @@ Arcs = Tensor | Callable[[], Tensor]
 
 def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
                     direction_sensitive: bool, graph_arcs: Arcs, graph_size: int, *,
-                    graph_batch: Tensor | None = None,
+                    batch: Tensor | None = None, graph_batch: Tensor | None = None,
                     graph_depot_mask: Tensor | None = None,
                     graph_node: Tensor | None = None,
                     dtype: torch.dtype | None = None) -> EncodingInputs:
@@ -45,6 +45,7 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
             function computing them: only the graph encodings read them).
         graph_size: nodes per graph of the route graph (``M``, or fewer when depot
             copies are merged into one depot).
+        batch: ``[G * M]`` graph of each node (``None``: derived).
         graph_batch, graph_depot_mask: the route graph's node batch and depot mask
             (``None``: derived by :func:`route_graph`).
         graph_node: ``[G * M]`` route-graph node each node reads its code from.
@@ -61,7 +62,8 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
     return EncodingInputs(
         depot_angle=rq.depot_angle, depot_mask=depot_mask,
         direction_sensitive=torch.full((num_graphs,), direction_sensitive, device=dev),
-        batch=torch.arange(num_graphs, device=dev).repeat_interleave(m),
+        batch=torch.arange(num_graphs, device=dev).repeat_interleave(m) if batch is None
+        else batch,
         route_pos=rq.route_pos, route_id=rq.route_id, cum_dist=rq.cum_dist,
         route_length=rq.route_length, route_graph=graph, graph_node=graph_node, dtype=dtype)
 

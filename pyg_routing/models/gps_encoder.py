@@ -237,16 +237,8 @@ class GPSEncoder(nn.Module):
         if positional.node_pe is None:
             return x
         pe = data[self.pe_attr] if self.pe_attr in data else positional.node_pe.encode(data)
-        self._check_code_width(pe, f"batch.{self.pe_attr}")
+        positional.check_code_width(pe, f"batch.{self.pe_attr}", type(self).__name__)
         return torch.cat([x, pe.to(x.dtype)], dim=-1)
-
-    def _check_code_width(self, pe: Tensor, name: str) -> None:
-        if pe.size(-1) != self.pe_width:
-            raise ValueError(
-                f"{name} has {pe.size(-1)} channels, but GPSEncoder(pe={self.pe!r}) was "
-                f"built for {self.positional.node_pe!r}, {self.pe_width} channels: build "
-                f"the encoder with the transform's width (pe_dim, num_bands) or transform "
-                f"with {self.positional.node_pe!r}")
 
     def forward(self, data: Data) -> Tensor:
         h = self.input(self._features(data))
@@ -286,8 +278,6 @@ class GPSEncoder(nn.Module):
         parts = [x]
         if self.positional.reads_positions and route_pos is None:
             raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
-        if self.positional.node_pe is not None and pe is not None:
-            self._check_code_width(pe, "pe")
         code = self.positional.node_code(pe, route_pos, type(self).__name__)
         if code is not None:
             parts.append(code.to(x.dtype))

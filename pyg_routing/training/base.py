@@ -22,7 +22,7 @@ configuration, environment, policy, search and non-learned baselines (DACT:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import lightning as L
@@ -94,9 +94,11 @@ class ImprovementLightning(L.LightningModule):
                           independent_starts=independent)
 
     @classmethod
-    def check_policy_search(cls, search: Search) -> None:
+    def check_policy_search(cls, search: Search, flags: Mapping[str, str] | None = None
+                            ) -> None:
         """Refuse, before any training or search, a test search that a trained policy of
-        this backbone cannot run (default: every search it builds can)."""
+        this backbone cannot run (default: every search it builds can). ``flags`` maps a
+        search setting to the command-line option that set it, to name in the error."""
 
     @classmethod
     def search_settings(cls, search: Search) -> dict[str, Any]:

@@ -34,6 +34,7 @@ and gradient scaler apply to the policy (NDS: AMP + GradScaler).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -209,13 +210,16 @@ class NDSLightning(ImprovementLightning):
                                    remove=options.get("remove") or config.remove)
 
     @classmethod
-    def check_policy_search(cls, search: DestroyRepairSearch) -> None:
+    def check_policy_search(cls, search: DestroyRepairSearch,
+                            flags: Mapping[str, str] | None = None) -> None:
         """A trained policy samples each slot's sets from distinct latents: at most
         ``2 ** Z_DIM`` (1024) per iteration (the non-learned destroys take more)."""
         if search.rollouts > 2 ** Z_DIM:
-            raise ValueError(f"rollouts={search.rollouts}: a trained NDS policy samples at "
-                             f"most {2 ** Z_DIM} removal sets per slot and iteration "
-                             f"(distinct {Z_DIM}-bit latents)")
+            flag = (flags or {}).get("rollouts")
+            option = f"{flag} {search.rollouts}: " if flag else ""
+            raise ValueError(f"{option}rollouts={search.rollouts}: a trained NDS policy "
+                             f"samples at most {2 ** Z_DIM} removal sets per slot and "
+                             f"iteration (distinct {Z_DIM}-bit latents)")
 
     @classmethod
     def search_settings(cls, search: DestroyRepairSearch) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from torch import Tensor
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.route_quantities import RouteQuantities, route_quantities
+from pyg_routing.data.route_quantities import route_quantities
 from pyg_routing.envs.augment import augment_positions
 from pyg_routing.envs.base import UnsupportedProblemError
 from pyg_routing.envs.deconstruction.problem import KIND_OF_PROBLEM
@@ -197,35 +197,6 @@ def route_arcs(pred: Tensor, succ: Tensor, tour: Tensor) -> Tensor:
     return torch.stack([src, dst])
 
 
-def slot_route_quantities(pos: Tensor, edge_index: Tensor) -> RouteQuantities:
-    """The route quantities of ``S`` solutions (flat over ``S * M`` nodes, depot 0 of
-    each slot) from their coordinates ``pos [S, M, 2]`` and :func:`route_arcs`."""
-    s, m, _ = pos.shape
-    dev = pos.device
-    batch = torch.arange(s, device=dev).repeat_interleave(m)
-    # The instances were checked when the search started: no re-validation (one sync).
-    return route_quantities(pos.reshape(-1, 2), edge_index, _depot_mask(s, m, dev), batch, s,
-                            validate=False)
-
-
-def _depot_mask(s: int, m: int, device: torch.device) -> Tensor:
-    depot_mask = torch.zeros(s, m, dtype=torch.bool, device=device)
-    depot_mask[:, 0] = True
-    return depot_mask.view(-1)
-
-
-def slot_encoding_inputs(rq: RouteQuantities, edge_index: Tensor, s: int, m: int,
-                         problem: Problem, dtype: torch.dtype | None = None
-                         ) -> EncodingInputs:
-    """:func:`~pyg_routing.envs.observation.encoding_inputs` of ``S`` solutions of ``M``
-    nodes (one depot each) with route quantities ``rq`` and arcs ``edge_index``."""
-    dev = edge_index.device
-    depot_mask = _depot_mask(s, m, dev)
-    return encoding_inputs(rq, depot_mask, s, problem.direction_sensitive, edge_index, m,
-                           graph_batch=torch.arange(s, device=dev).repeat_interleave(m),
-                           graph_depot_mask=depot_mask, dtype=dtype)
-
-
 def observe(state: ToursState, features: NDSFeatures,
             dtype: torch.dtype = torch.float32) -> NDSObservation:
     """The observation of every slot of ``state`` (see the module docstring).
@@ -253,13 +224,20 @@ def observe(state: ToursState, features: NDSFeatures,
     succ = torch.from_numpy(state.succ).to(dev, torch.long)
     tour = torch.from_numpy(state.tour).to(dev, torch.long)
     edge_index = route_arcs(pred, succ, tour)
-    rq = slot_route_quantities(pos, edge_index)
     s, m = pos.shape[:2]
+    depot_mask = torch.zeros(s, m, dtype=torch.bool, device=dev)
+    depot_mask[:, 0] = True
+    depot_mask = depot_mask.view(-1)
+    batch = torch.arange(s, device=dev).repeat_interleave(m)
+    # The instances were checked when the search started: no re-validation (one sync).
+    rq = route_quantities(pos.reshape(-1, 2), edge_index, depot_mask, batch, s,
+                          validate=False)
     x = torch.cat([pos, features.extra[rows].to(dtype)], dim=-1)
     return NDSObservation(
         x=x, pos=pos, pred=pred[:, 1:], succ=succ[:, 1:], tour=tour[:, 1:],
         route_pos=rq.route_pos.view(s, m), route_id=rq.route_id.view(s, m),
         cum_dist=rq.cum_dist.view(s, m), route_length=rq.route_length.view(s, m),
         depot_angle=rq.depot_angle.view(s, m), edge_index=edge_index,
-        encoding_inputs=lambda code_dtype: slot_encoding_inputs(
-            rq, edge_index, s, m, features.problem, code_dtype))
+        encoding_inputs=lambda code_dtype: encoding_inputs(
+            rq, depot_mask, s, features.problem.direction_sensitive, edge_index, m,
+            batch=batch, graph_batch=batch, graph_depot_mask=depot_mask, dtype=code_dtype))

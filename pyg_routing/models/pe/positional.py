@@ -167,10 +167,18 @@ class PositionalEncoding(nn.Module):
             return None
         if pe is None:
             raise ValueError(f"encoding {self.name!r} needs its node code `pe` [B, M, width]")
-        if pe.size(-1) != self.width:
-            raise ValueError(f"pe has {pe.size(-1)} channels, but {owner}(pe={self.name!r}) "
-                             f"was built for {self.node_pe!r}, {self.width} channels")
+        self.check_code_width(pe, "pe", owner)
         return pe
+
+    def check_code_width(self, pe: Tensor, name: str, owner: str = "encoder") -> None:
+        """Refuse a node code ``pe`` (called ``name``) of another width than this
+        encoding's, naming both widths and how to make them agree."""
+        if pe.size(-1) != self.width:
+            raise ValueError(
+                f"{name} has {pe.size(-1)} channels, but {owner}(pe={self.name!r}) was "
+                f"built for {self.node_pe!r}, {self.width} channels: build the encoder "
+                f"with the transform's width (pe_dim, num_bands) or transform with "
+                f"{self.node_pe!r}")
 
     def attention_bias(self, route_pos: Tensor | None, route_id: Tensor | None,
                        mask: Tensor | None = None) -> Tensor | None:
