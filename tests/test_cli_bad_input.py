@@ -294,6 +294,12 @@ def test_search_workers_this_machine_does_not_have_are_one_line(argv, message, t
      "--time-limit 0.5 does not apply with --reference none"),
     ([*COMPARE, "--accelerator", "cpu", "--precision", "16-mixed"], "--precision 16-mixed"),
     ([*COMPARE, "--accelerator", "cpu", "--devices", "100000"], "--devices 100000"),
+    ([*COMPARE, "--pe", "none,sin", "--ipe-phase", "index"],
+     "--ipe-phase is an option of the ipe and ipexpe encodings; --pe none,sin has none"),
+    ([*COMPARE, "--pe", "ipe,rope", "--xpe-aggregation", "median"],
+     "--xpe-aggregation is an option of the xpe and ipexpe encodings; --pe ipe,rope"),
+    ([*COMPARE, "--pe", "xpe", "--xpe-aggregation", "demand_mean", "--problem", "pdtsp"],
+     "--xpe-aggregation demand_mean weighs by demand; pdtsp has no demands"),
 ])
 def test_compare_refuses_a_bad_option_before_it_writes_or_trains(argv, message, tmp_path,
                                                                  monkeypatch, capsys):

@@ -48,7 +48,7 @@ from pyg_routing.commands.train import (
 from pyg_routing.search import gap_percent, instance_gap_percent
 from pyg_routing.training import backbones
 from pyg_routing.training.backbones import init_choices
-from pyg_routing.training.config import GivenOption
+from pyg_routing.training.config import GivenOption, refuse_encoding_options
 from pyg_routing.training.fit import (
     VAL_SEED_OFFSET,
     add_backbone_option,
@@ -205,6 +205,7 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     if args.reference == "none":
         refuse_given(args, ("time_limit",), "does not apply with --reference none (no "
                                             "reference is solved)")
+    refuse_encoding_options(args, names)
     check_init(backbones.get(args.backbone), args.init)
     config = backbones.get(args.backbone).config_class.from_options(args, pe=names[0])
     check_trainer(args.accelerator, args.devices, strategy=args.strategy,
@@ -235,7 +236,8 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         "curves": {}, "preset": preset, "search_seconds": args.search_seconds,
         "pe_init": config.pe_init, "ipe_frequencies": config.ipe_frequencies,
         "ipe_amplitude": config.ipe_amplitude,
-        "ipe_direction": config.ipe_direction,
+        "ipe_direction": config.ipe_direction, "ipe_phase": config.ipe_phase,
+        "xpe_aggregation": config.xpe_aggregation,
         "local_mp": config.local_mp, "select": args.select,
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
         "validation_reference": val_ref}
@@ -339,6 +341,10 @@ def _model_options(result: dict[str, Any]) -> str:
         if result.get("ipe_amplitude", "inverse_square") != "inverse_square" else []) + (
         [f", IPE direction-{result['ipe_direction']}"]
         if result.get("ipe_direction", "auto") != "auto" else []) + (
+        [", index-based IPE phase"] if result.get("ipe_phase", "distance") != "distance"
+        else []) + (
+        [f", per-route XPE ({result['xpe_aggregation']})"]
+        if result.get("xpe_aggregation", "node") != "node" else []) + (
         [_LOCAL_MP_CAPTIONS[mp]]
         if (mp := result.get("local_mp", "directed")) != "directed" else []) + (
         [", best-validation checkpoints"] if result.get("select", "last") == "best" else [])

@@ -12,6 +12,7 @@ import torch
 from pyg_routing import encodings
 from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.training.backbones import add_trust_option
+from pyg_routing.training.config import refuse_encoding_options
 from pyg_routing.training.fit import (
     add_backbone_option,
     add_training_options,
@@ -84,6 +85,7 @@ def run_train(args: argparse.Namespace) -> dict[str, Any]:
     if args.resume is None:
         refuse_given(args, ("trust_checkpoint",), "applies to --resume only (how its "
                                                   "checkpoint is read)")
+    refuse_encoding_options(args, [encodings.info(args.pe).name])
     out = Path(args.out) / f"{args.backbone}_{args.problem}{args.num_customers}_{args.pe}"
     return fit(args, args.pe, out, max_minutes=args.max_minutes, resume=args.resume)
 

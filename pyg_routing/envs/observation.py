@@ -32,7 +32,7 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
                     direction_sensitive: bool, graph_arcs: Arcs, graph_size: int, *,
                     batch: Tensor | None = None, graph_batch: Tensor | None = None,
                     graph_depot_mask: Tensor | None = None,
-                    graph_node: Tensor | None = None,
+                    graph_node: Tensor | None = None, demand: Tensor | None = None,
                     dtype: torch.dtype | None = None) -> EncodingInputs:
     """The node encodings' inputs of ``G = num_graphs`` solutions of ``M`` nodes each.
 
@@ -49,6 +49,7 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
         graph_batch, graph_depot_mask: the route graph's node batch and depot mask
             (``None``: derived by :func:`route_graph`).
         graph_node: ``[G * M]`` route-graph node each node reads its code from.
+        demand: ``[G * M]`` node demands, or ``None`` (per-route XPE's weights).
         dtype: floating dtype of the codes.
     """
     dev = depot_mask.device
@@ -65,7 +66,8 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
         batch=torch.arange(num_graphs, device=dev).repeat_interleave(m) if batch is None
         else batch,
         route_pos=rq.route_pos, route_id=rq.route_id, cum_dist=rq.cum_dist,
-        route_length=rq.route_length, route_graph=graph, graph_node=graph_node, dtype=dtype)
+        route_length=rq.route_length, route_graph=graph, graph_node=graph_node,
+        demand=demand, dtype=dtype)
 
 
 def tour_route_quantities(state: Any) -> RouteQuantities:
@@ -115,4 +117,11 @@ def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
 
     return encoding_inputs(rq, state.depot_mask.reshape(-1), b,
                            state.problem.direction_sensitive, merged_arcs, n,
-                           graph_node=(offsets + graph_node).reshape(-1), dtype=dtype)
+                           graph_node=(offsets + graph_node).reshape(-1),
+                           demand=_flat_demand(state), dtype=dtype)
+
+
+def _flat_demand(state: Any) -> Tensor | None:
+    """``[B * M]`` demands of a cycle state (0 at depot copies), if it keeps them."""
+    demand = getattr(state, "demand", None)
+    return None if demand is None else demand.reshape(-1)

@@ -22,9 +22,10 @@ from pyg_routing.functional.pair_pe import (
            position_offsets,
 )
 from pyg_routing.functional.random_walk_pe import random_walk_pe
-from pyg_routing.functional.route_pe import ipe, ipe_frequencies, ipexpe, xpe
+from pyg_routing.functional.route_angle import route_angle
+from pyg_routing.functional.route_pe import index_ipe, ipe, ipe_frequencies, ipexpe, xpe
 
 __all__ = ["alibi_slopes", "apply_rotary", "cycleformer_pe", "dact_cpe", "dense_route_inputs",
-           "gray_code", "hop_distance", "ipe", "ipe_frequencies", "ipexpe", "laplacian_pe",
-           "max_route_length", "position_offsets", "random_walk_pe", "route_sizes",
-           "sinusoidal_pe", "xpe"]
+           "gray_code", "hop_distance", "index_ipe", "ipe", "ipe_frequencies", "ipexpe",
+           "laplacian_pe", "max_route_length", "position_offsets", "random_walk_pe",
+           "route_angle", "route_sizes", "sinusoidal_pe", "xpe"]

@@ -32,6 +32,9 @@ import torch
 from torch import Tensor
 
 DIRECTIONS = ("aware", "invariant")
+#: IPE's phase: the distance along the route (the paper's IPE) or the within-route index
+#: (Tab. 8's "index-based" ablation)
+PHASES = ("distance", "index")
 FREQUENCIES = ("harmonic", "geometric")
 #: IPE amplitude schedules and their exponent ``p`` (channel ``k`` scaled by ``(k+1)^-p``).
 AMPLITUDES = {"inverse_square": 2.0, "inverse": 1.0, "flat": 0.0}
@@ -116,6 +119,30 @@ def ipe(cum_dist: Tensor, route_length: Tensor, dim: int = 64, direction: str = 
     if route_pos is not None:
         out = torch.where((route_pos < 0).unsqueeze(-1), torch.zeros_like(out), out)
     return out
+
+
+def index_ipe(route_pos: Tensor, route_size: Tensor, dim: int = 64,
+              direction: str = "invariant", frequencies: str = "harmonic", base: float = 1e4,
+              amplitude: str = "inverse_square", dtype: torch.dtype | None = None) -> Tensor:
+    r"""IPE with the discrete phase ``2π i / L`` in place of ``2π d_i / d_L`` (the paper's
+    index-based ablation, Tab. 8), ``[..., dim]``.
+
+    ``i`` is the within-route position (the depot 0, customers ``1..n``) and ``L = n + 1``
+    the route's number of arcs, so the return to the depot is position ``L`` (phase 2π,
+    the depot's code again: circular) and reversing a route maps ``i`` to ``L - i``
+    (phase ``2π - φ``: the invariant cosine code is unchanged), exactly as with the
+    distance phase. Customers are spaced evenly in phase whatever their distances.
+
+    Args:
+        route_pos: ``[...]`` within-route positions (depot 0, unvisited ``< 0``: zeros).
+        route_size: ``[...]`` customers ``n`` on each node's route.
+        dtype: floating dtype of the code (default: PyTorch's default dtype).
+        dim, direction, frequencies, base, amplitude: as in :func:`ipe`.
+    """
+    dtype = dtype or torch.get_default_dtype()
+    position = route_pos.clamp(min=0).to(dtype)
+    arcs = (route_size + 1).to(dtype)
+    return ipe(position, arcs, dim, direction, frequencies, base, route_pos, amplitude)
 
 
 def xpe(depot_angle: Tensor, num_bands: int = 4, dim: int | None = None,

@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 
 from pyg_routing import encodings
 from pyg_routing.data.problems import Problem
-from pyg_routing.functional.route_pe import AMPLITUDES, FREQUENCIES
+from pyg_routing.functional.route_angle import AGGREGATIONS
+from pyg_routing.functional.route_pe import AMPLITUDES, FREQUENCIES, PHASES
 from pyg_routing.models.gps_encoder import ENCODERS, LOCAL_MPS, check_local_mp, check_pe_init
 from pyg_routing.transforms.ipe import IPE_DIRECTIONS
 
@@ -77,6 +78,15 @@ class TrainConfig:
         "auto", "IPE variant of ipe/ipexpe: auto (direction-aware for VRPTW/PDTSP, the "
                 "reversal-invariant cosine code for TSP/CVRP), aware or invariant (the "
                 "paper's direction ablation)", choices=IPE_DIRECTIONS)
+    ipe_phase: str = option(
+        "distance", "IPE phase of ipe/ipexpe: distance (2 pi d_i / d_L, the paper's IPE) or "
+                    "index (2 pi i / L, the paper's index-based ablation, Tab. 8)",
+        choices=PHASES)
+    xpe_aggregation: str = option(
+        "node", "XPE angle of xpe/ipexpe: node (each customer's own depot angle, the paper's "
+                "XPE) or one angle per route (the paper's Tab. 9 ablation): mean, "
+                "circular_mean, demand_mean, median or midpoint",
+        choices=AGGREGATIONS)
     local_mp: str = option(
         "directed", "the encoder's message passing over the route graph: directed "
                     "(separate GINs for predecessor and successor), undirected (one GIN "
@@ -94,7 +104,7 @@ class TrainConfig:
     #: must match its checkpoint in these
     ARCHITECTURE: ClassVar[tuple[str, ...]] = (
         "problem", "pe", "dim", "heads", "num_layers", "pe_dim", "num_bands", "local_mp",
-        "ipe_frequencies", "ipe_amplitude", "ipe_direction")
+        "ipe_frequencies", "ipe_amplitude", "ipe_direction", "ipe_phase", "xpe_aggregation")
 
     def __post_init__(self) -> None:
         self.problem = Problem.parse(self.problem).value
@@ -105,6 +115,16 @@ class TrainConfig:
             self._check_field(f, getattr(self, f.name))
         if self.dim % self.heads:
             raise ValueError(f"--heads {self.heads} must divide --dim {self.dim}")
+        if self.xpe_aggregation == "demand_mean" \
+                and not Problem.parse(self.problem).has_capacity:
+            raise ValueError(f"--xpe-aggregation demand_mean weighs by demand; {self.problem} "
+                             f"has no demands")
+
+    def encoding_options(self) -> dict[str, Any]:
+        """The node-encoding options of this configuration's ``pe``, as its transform's
+        keyword arguments (:data:`ENCODING_OPTIONS`)."""
+        return {keyword: getattr(self, name)
+                for name, (keyword, takers) in ENCODING_OPTIONS.items() if self.pe in takers}
 
     def _check_field(self, f: Any, value: Any) -> None:
         meta, flag = f.metadata, flag_of(f)
@@ -147,6 +167,29 @@ class TrainConfig:
     def data_options(self) -> dict[str, Any]:
         """Extra ``make_generator`` arguments of the training and validation data."""
         return {}
+
+
+#: the node-encoding options: config field -> (the transform's keyword, the encodings
+#: that take it)
+ENCODING_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ipe_frequencies": ("frequencies", ("ipe", "ipexpe")),
+    "ipe_amplitude": ("amplitude", ("ipe", "ipexpe")),
+    "ipe_direction": ("direction", ("ipe", "ipexpe")),
+    "ipe_phase": ("phase", ("ipe", "ipexpe")),
+    "xpe_aggregation": ("aggregation", ("xpe", "ipexpe")),
+}
+
+
+def refuse_encoding_options(options: argparse.Namespace | dict[str, Any],
+                            names: list[str]) -> None:
+    """``ValueError`` naming the first node-encoding option the user gave on the command
+    line (:class:`GivenOption`) that none of the encodings ``names`` takes."""
+    opts = vars(options) if isinstance(options, argparse.Namespace) else options
+    for name, (flag, _) in opts.get(GIVEN_OPTIONS, {}).items():
+        takers = ENCODING_OPTIONS.get(name, (None, ()))[1]
+        if name in ENCODING_OPTIONS and not set(takers) & set(names):
+            raise ValueError(f"{flag} is an option of the {' and '.join(takers)} encodings; "
+                             f"--pe {','.join(names)} has none of them")
 
 
 #: options of the GPS encoder and their defaults: other encoders refuse them

@@ -49,7 +49,8 @@ class DACTLightning(PPOLightning):
     (``problem, num_customers, pe, dim, heads, num_layers, pe_dim, num_bands,
     batch_size, t_train, n_step, ppo_epochs, clip, gamma, lr_actor, lr_critic,
     lr_decay, max_grad_norm, value_coef, warm_up, init, val_steps, seed, pe_init,
-    compiled, ipe_frequencies, ipe_amplitude, ipe_direction, local_mp``)."""
+    compiled, ipe_frequencies, ipe_amplitude, ipe_direction, ipe_phase, xpe_aggregation,
+    local_mp``)."""
 
     config_class = DACTConfig
 
@@ -59,10 +60,8 @@ class DACTLightning(PPOLightning):
 
     def build_policy(self) -> DACTPolicy:
         c = self.config
-        ipe = {"frequencies": c.ipe_frequencies, "direction": c.ipe_direction,
-               "amplitude": c.ipe_amplitude} \
-            if c.pe in ("ipe", "ipexpe") else {}
         return DACTPolicy.build(c.problem, pe=c.pe, dim=c.dim, heads=c.heads,
                                 num_layers=c.num_layers, pe_dim=c.pe_dim,
                                 num_bands=c.num_bands, pe_init=c.pe_init,
-                                compiled=c.compiled, local_mp=c.local_mp, **ipe)
+                                compiled=c.compiled, local_mp=c.local_mp,
+                                **c.encoding_options())

@@ -98,9 +98,8 @@ class N2SLightning(PPOLightning):
 
     def build_policy(self) -> N2SPolicy:
         c = self.config
-        ipe = {"frequencies": c.ipe_frequencies, "direction": c.ipe_direction,
-               "amplitude": c.ipe_amplitude} if c.pe in ("ipe", "ipexpe") else {}
         gps = {"local_mp": c.local_mp, "pe_init": c.pe_init} if c.encoder == "gps" else {}
         return N2SPolicy.build(c.problem, pe=c.pe, dim=c.dim, heads=c.heads,
                                num_layers=c.num_layers, pe_dim=c.pe_dim,
-                               num_bands=c.num_bands, encoder=c.encoder, **gps, **ipe)
+                               num_bands=c.num_bands, encoder=c.encoder, **gps,
+                               **c.encoding_options())

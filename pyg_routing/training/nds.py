@@ -109,7 +109,8 @@ class NDSConfig(TrainConfig):
 
     ARCHITECTURE: ClassVar[tuple[str, ...]] = (
         "problem", "pe", "encoder", "dim", "heads", "num_layers", "pe_dim", "num_bands",
-        "local_mp", "ipe_frequencies", "ipe_amplitude", "ipe_direction")
+        "local_mp", "ipe_frequencies", "ipe_amplitude", "ipe_direction", "ipe_phase",
+        "xpe_aggregation")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -154,14 +155,12 @@ class NDSLightning(ImprovementLightning):
     def build_policy(self) -> NDSPolicy:
         c = self.config
         self.env = DeconstructionEnv(c.recreate)
-        ipe = {"frequencies": c.ipe_frequencies, "direction": c.ipe_direction,
-               "amplitude": c.ipe_amplitude} if c.pe in ("ipe", "ipexpe") else {}
         first = c.num_layers // 2
         gps = {"local_mp": c.local_mp, "pe_init": c.pe_init} if c.encoder == "gps" else {}
         return NDSPolicy.build(c.problem, pe=c.pe, dim=c.dim, heads=c.heads, pe_dim=c.pe_dim,
                                num_bands=c.num_bands, encoder_layer_num=first,
                                encoder_layer_num_2=c.num_layers - first, encoder=c.encoder,
-                               **gps, **ipe)
+                               **gps, **c.encoding_options())
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.policy.parameters(), lr=self.config.lr,

@@ -47,6 +47,8 @@ class EncodingInputs:
         route_graph: builds the :class:`RouteGraph` the graph encodings read.
         graph_node: ``[N]`` node of that route graph each node takes its code from
             (``None``: the same node; a search state maps depot copies to the depot).
+        demand: ``[N]`` node demands (``None``: the problem has none); read by the
+            demand-weighted per-route XPE.
         dtype: floating dtype of the codes (``None``: the functions' default).
     """
 
@@ -60,6 +62,7 @@ class EncodingInputs:
     route_length: Tensor | None = None
     route_graph: Callable[[], RouteGraph] | None = None
     graph_node: Tensor | None = None
+    demand: Tensor | None = None
     dtype: torch.dtype | None = None
 
     @classmethod
@@ -78,6 +81,7 @@ class EncodingInputs:
             cum_dist=data.cum_dist if "cum_dist" in data else None,
             route_length=data.route_length if "route_length" in data else None,
             route_graph=lambda name="this encoding": route_graph_from_data(data, name),
+            demand=data.demand if "demand" in data else None,
             dtype=data.pos.dtype if data.pos.is_floating_point() else None)
 
     def need(self, by: str, *fields: str) -> None:

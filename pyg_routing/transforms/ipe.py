@@ -9,7 +9,9 @@ from pyg_routing.functional.route_pe import (
     AMPLITUDES,
     DIRECTIONS,
     FREQUENCIES,
+    PHASES,
     check_ipe_dim,
+    index_ipe,
     ipe,
 )
 from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
@@ -39,13 +41,16 @@ class IPE(NodeEncoding):
         amplitude: ``"inverse_square"`` (default: the ``k``-th frequency scaled by
             ``(k + 1)^-2``, so that code distances follow route distance),
             ``"inverse"`` (``(k + 1)^-1``) or ``"flat"`` (the paper's equal amplitudes).
+        phase: ``"distance"`` (default, ``2π d_i / d_L``) or ``"index"`` (``2π i / L``
+            with ``L`` the route's arcs: the paper's index-based ablation, Tab. 8;
+            :func:`~pyg_routing.functional.route_pe.index_ipe`).
         attr_name: attribute to store the encoding in; ``None`` concatenates it
             onto ``data.x``.
     """
 
     def __init__(self, dim: int = 64, direction: str = "auto", frequencies: str = "harmonic",
                  base: float = 10000.0, attr_name: str | None = "ipe",
-                 amplitude: str = "inverse_square") -> None:
+                 amplitude: str = "inverse_square", phase: str = "distance") -> None:
         if direction != "auto":
             check_ipe_dim(dim, direction)
         elif dim < 2 or dim % 2:
@@ -55,7 +60,10 @@ class IPE(NodeEncoding):
         if amplitude not in AMPLITUDES:
             raise ValueError(f"unknown amplitude {amplitude!r}; choose from "
                              f"{tuple(AMPLITUDES)}")
+        if phase not in PHASES:
+            raise ValueError(f"unknown IPE phase {phase!r}; choose from {PHASES}")
         self.amplitude = amplitude
+        self.phase = phase
         self.dim = dim
         self.direction = direction
         self.frequencies = frequencies
@@ -67,20 +75,30 @@ class IPE(NodeEncoding):
         return self.dim
 
     def code(self, inputs: EncodingInputs) -> Tensor:
-        inputs.need(type(self).__name__, "cum_dist", "route_length", "route_pos")
-        args = (inputs.cum_dist, inputs.route_length, self.dim)
-        kwargs = dict(frequencies=self.frequencies, base=self.base, route_pos=inputs.route_pos,
-                      amplitude=self.amplitude)
+        by = type(self).__name__
+        kwargs = dict(frequencies=self.frequencies, base=self.base, amplitude=self.amplitude)
+        if self.phase == "index":
+            sizes = inputs.route_size(by)
+
+            def encode(direction: str) -> Tensor:
+                return index_ipe(inputs.route_pos, sizes, self.dim, direction,
+                                 dtype=inputs.dtype, **kwargs)
+        else:
+            inputs.need(by, "cum_dist", "route_length", "route_pos")
+
+            def encode(direction: str) -> Tensor:
+                return ipe(inputs.cum_dist, inputs.route_length, self.dim, direction,
+                           route_pos=inputs.route_pos, **kwargs)
         if self.direction != "auto":
-            return ipe(*args, direction=self.direction, **kwargs)
+            return encode(self.direction)
         # "auto", resolved here only: per graph, from its problem.
         aware = inputs.direction_sensitive
         if bool(aware.all()) or not bool(aware.any()):
-            return ipe(*args, direction="aware" if bool(aware.all()) else "invariant", **kwargs)
+            return encode("aware" if bool(aware.all()) else "invariant")
         per_node = aware[inputs.batch].unsqueeze(-1)
-        return torch.where(per_node, ipe(*args, direction="aware", **kwargs),
-                           ipe(*args, direction="invariant", **kwargs))
+        return torch.where(per_node, encode("aware"), encode("invariant"))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.dim}, direction={self.direction!r}, "
-                f"frequencies={self.frequencies!r}, amplitude={self.amplitude!r})")
+                f"frequencies={self.frequencies!r}, amplitude={self.amplitude!r}"
+                + (f", phase={self.phase!r})" if self.phase != "distance" else ")"))

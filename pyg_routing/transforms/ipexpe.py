@@ -16,15 +16,18 @@ class IPEXPE(NodeEncoding):
     Args:
         dim: IPE width.
         num_bands: XPE bands ``K`` (XPE adds ``2K`` channels).
-        direction, frequencies, base, amplitude: as in :class:`IPE`.
+        direction, frequencies, base, amplitude, phase: as in :class:`IPE`.
+        aggregation: as in :class:`XPE` (``"node"``: the paper's per-node XPE).
         attr_name: attribute name; ``None`` concatenates onto ``data.x``.
     """
 
     def __init__(self, dim: int = 64, num_bands: int = 4, direction: str = "auto",
                  frequencies: str = "harmonic", base: float = 10000.0,
-                 attr_name: str | None = "pe", amplitude: str = "inverse_square") -> None:
-        self.ipe = IPE(dim, direction, frequencies, base, attr_name=None, amplitude=amplitude)
-        self.xpe = XPE(num_bands, None, attr_name=None)
+                 attr_name: str | None = "pe", amplitude: str = "inverse_square",
+                 phase: str = "distance", aggregation: str = "node") -> None:
+        self.ipe = IPE(dim, direction, frequencies, base, attr_name=None, amplitude=amplitude,
+                       phase=phase)
+        self.xpe = XPE(num_bands, None, attr_name=None, aggregation=aggregation)
         self.attr_name = attr_name
 
     @property
@@ -37,4 +40,7 @@ class IPEXPE(NodeEncoding):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.ipe.dim}, num_bands={self.xpe.num_bands}, "
                 f"direction={self.ipe.direction!r}, frequencies={self.ipe.frequencies!r}, "
-                f"amplitude={self.ipe.amplitude!r})")
+                f"amplitude={self.ipe.amplitude!r}"
+                + (f", phase={self.ipe.phase!r}" if self.ipe.phase != "distance" else "")
+                + (f", aggregation={self.xpe.aggregation!r}"
+                   if self.xpe.aggregation != "node" else "") + ")")

@@ -52,3 +52,24 @@ def test_the_encoder_switches_the_laplacian_sign_flips_with_its_mode():
     assert not enc.positional.node_pe.training
     enc.train()
     assert enc.positional.node_pe.training
+
+
+#: the ablation variants of IPE and XPE (paper Tabs. 8 and 9), as transform options
+VARIANTS = [("ipe", {"phase": "index"}), ("ipexpe", {"phase": "index", "aggregation": "mean"}),
+            *[("xpe", {"aggregation": a}) for a in ("circular_mean", "demand_mean", "median",
+                                                     "midpoint")]]
+
+
+@pytest.mark.parametrize("problem", ["cvrp", "vrptw"])
+@pytest.mark.parametrize("pe,options", VARIANTS)
+def test_the_ablation_variants_search_code_equals_their_transform(pe, options, problem):
+    gen = CVRPGenerator(12, seed=6) if problem == "cvrp" else VRPTWGenerator(10, seed=6)
+    inst = gen.sample(3)
+    state = reset(inst, init="nearest_neighbor")
+    pol = DACTPolicy.build(problem, pe=pe, dim=16, heads=2, num_layers=1, pe_dim=8, **options)
+    code = pol.prepare(observe(state)).pe
+    k = state.num_depots
+    transform = encodings.node_transform(pe, dim=8, num_bands=4, attr_name=None, **options)
+    for i, routes in enumerate(to_routes(state, best=False)):
+        ref = transform.encode(RoutingData.from_routes(inst[i], routes)).to(code.dtype)
+        torch.testing.assert_close(code[i, k:], ref[1:], atol=1e-5, rtol=1e-5)

@@ -114,9 +114,9 @@ def test_pe_init_option_takes_a_number_and_refuses_a_bad_one_by_name(capsys):
 
 
 @pytest.mark.slow
-def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path):
+def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path, capsys):
     """--ipe-frequencies geometric reaches the policy's code, in the checkpoint and in
-    the search loop's observation; other encodings ignore it; a bad value is refused."""
+    the search loop's observation; other encodings refuse it; a bad value is refused."""
     from pyg_routing.data import CVRPGenerator
     from pyg_routing.envs.two_opt import observe, reset, route_quantities
     from pyg_routing.functional import ipe
@@ -137,13 +137,59 @@ def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path):
     harmonic = ipe(rq.cum_dist, rq.route_length, 8, "invariant", "harmonic",
                    route_pos=rq.route_pos).view(2, -1, 8)
     assert not torch.allclose(code[..., :8], harmonic)
+    capsys.readouterr()
     assert main(["train", "--problem", "cvrp", "--pe", "none", "--ipe-frequencies",
-                 "geometric", "--out", str(tmp_path / "none"), *TINY]) == 0
+                 "geometric", "--out", str(tmp_path / "none"), *TINY]) == 2
+    assert "--ipe-frequencies is an option of the ipe and ipexpe encodings; --pe none has " \
+           "none of them" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
     with pytest.raises(ValueError,
                        match="--ipe-frequencies must be one of .*harmonic.*got 'linear'"):
         DACTLightning(pe="ipe", ipe_frequencies="linear")
     with pytest.raises(SystemExit):
         main(["train", "--ipe-frequencies", "linear", *TINY])
+
+
+@pytest.mark.slow
+def test_the_ablation_options_reach_the_checkpoint_and_the_search_code(tmp_path, capsys):
+    """--ipe-phase index and --xpe-aggregation median (Tabs. 8, 9) are in the
+    checkpoint, in the policy it loads and in the search loop's code; a resume must keep
+    them; encodings without the part and problems without demands refuse them."""
+    from pyg_routing.data import CVRPGenerator, RoutingData
+    from pyg_routing.envs.two_opt import observe, reset, to_routes
+    from pyg_routing.training import load_policy
+    from pyg_routing.transforms import IPEXPE
+
+    out = tmp_path / "variant"
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--ipe-phase", "index",
+                 "--xpe-aggregation", "median", "--out", str(out), *TINY]) == 0
+    (ckpt,) = out.rglob("last.ckpt")
+    node_pe = load_policy(ckpt, expect_pe="ipexpe").encoder.positional.node_pe
+    assert (node_pe.ipe.phase, node_pe.xpe.aggregation) == ("index", "median")
+    policy = load_policy(ckpt)
+    inst = CVRPGenerator(8, seed=3).sample(2)
+    state = reset(inst, init="sweep")
+    code = policy.prepare(observe(state)).pe
+    want = IPEXPE(8, node_pe.xpe.num_bands, phase="index", aggregation="median",
+                  attr_name=None)
+    for i, routes in enumerate(to_routes(state, best=False)):
+        ref = want.encode(RoutingData.from_routes(inst[i], routes))
+        torch.testing.assert_close(code[i, state.num_depots:], ref[1:], rtol=1e-5, atol=1e-5)
+    capsys.readouterr()
+    for argv, said in (
+            (["--pe", "ipexpe", "--resume", str(ckpt)],
+             "ipe_phase='index' (this run: 'distance')"),
+            (["--pe", "sin", "--ipe-phase", "index"],
+             "--ipe-phase is an option of the ipe and ipexpe encodings; --pe sin"),
+            (["--pe", "ipe", "--xpe-aggregation", "mean"],
+             "--xpe-aggregation is an option of the xpe and ipexpe encodings; --pe ipe"),
+            (["--problem", "tsp", "--pe", "xpe", "--xpe-aggregation", "demand_mean"],
+             "--xpe-aggregation demand_mean weighs by demand; tsp has no demands")):
+        code = main(["train", *(["--problem", "cvrp"] if "--problem" not in argv else []),
+                     *argv, "--out", str(tmp_path / "refused"), *TINY])
+        err = capsys.readouterr().err
+        assert code == 2 and said in err and err.count("\n") == 1, err
+        assert not (tmp_path / "refused").exists()
 
 
 @pytest.mark.slow

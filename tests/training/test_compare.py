@@ -189,6 +189,11 @@ def test_markdown_caption_names_non_default_model_options():
     assert caption.splitlines()[0].endswith(
         "≤ 1 epochs, PE init default, IPE frequencies geometric, IPE direction-aware, "
         "plain Transformer (no route-graph message passing)")
+    ablation = render_markdown({**base, "ipe_phase": "index", "xpe_aggregation": "median"})
+    assert ablation.splitlines()[0].endswith(
+        "≤ 1 epochs, index-based IPE phase, per-route XPE (median)")
+    assert "per-route" not in render_markdown({**base, "ipe_phase": "distance",
+                                               "xpe_aggregation": "node"})
     scaled = render_markdown({**base, "pe_init": 0.25, "local_mp": "directed"})
     assert scaled.splitlines()[0].endswith("≤ 1 epochs, PE init 0.25")
 

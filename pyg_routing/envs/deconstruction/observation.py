@@ -240,4 +240,5 @@ def observe(state: ToursState, features: NDSFeatures,
         depot_angle=rq.depot_angle.view(s, m), edge_index=edge_index,
         encoding_inputs=lambda code_dtype: encoding_inputs(
             rq, depot_mask, s, features.problem.direction_sensitive, edge_index, m,
-            batch=batch, graph_batch=batch, graph_depot_mask=depot_mask, dtype=code_dtype))
+            batch=batch, graph_batch=batch, graph_depot_mask=depot_mask,
+            demand=x[..., 2].reshape(-1), dtype=code_dtype))   # demand / capacity

@@ -123,6 +123,22 @@ def test_ipe_is_direction_aware_exactly_where_the_problem_is(problem, aware):
 
 
 @pytest.mark.parametrize("problem", PROBLEMS)
+@pytest.mark.parametrize("options", [{"phase": "index"}, {"aggregation": "demand_mean"},
+                                     {"aggregation": "median"}])
+def test_the_ablation_variants_code_of_every_slot_equals_the_transform(problem, options):
+    inst, arrays, state = _search_state(problem, augment=2)
+    obs = observe(state, NDSFeatures.from_instances(inst))
+    transform = encodings.node_transform("ipexpe", dim=8, num_bands=2, attr_name=None,
+                                         **options)
+    code = transform.code(obs.encoding_inputs(None)).view(len(state), N + 1, -1)
+    routes = state.to_routes()
+    assert torch.equal(obs.pos[0], inst.pos[0])
+    for s in range(0, len(state), 2):            # the identity symmetry's slots
+        data = RoutingData.from_routes(inst[int(state.inst[s])], routes[s])
+        torch.testing.assert_close(code[s], transform.encode(data), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS)
 @pytest.mark.parametrize("pe", ["none", "ipexpe", "rpe"])
 def test_policy_sets_pass_the_repair_and_keep_the_state_clean(problem, pe):
     inst, arrays, state = _search_state(problem, augment=2, seed=1)
