@@ -1,5 +1,5 @@
 """The ``pyg-routing`` command line: ``generate``, ``solve``, ``info``, ``probe``,
-``train``, ``evaluate``, ``compare`` and ``search``."""
+``train``, ``evaluate``, ``compare``, ``search``, ``reproduce`` and ``import-checkpoint``."""
 
 from __future__ import annotations
 
@@ -11,13 +11,23 @@ import os.path as osp
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 
 from pyg_routing.commands.compare import add_compare_parser, render_markdown, run_compare
 from pyg_routing.commands.evaluate import add_evaluate_parser, run_evaluate
+from pyg_routing.commands.import_checkpoint import (
+    add_import_checkpoint_parser,
+    run_import_checkpoint,
+)
+from pyg_routing.commands.parser import CommandParser as _Parser
 from pyg_routing.commands.probe import add_probe_parser, render_probe, run_probe
+from pyg_routing.commands.reproduce import (
+    add_reproduce_parser,
+    render_reproduce,
+    run_reproduce,
+)
 from pyg_routing.commands.search import add_search_parser, run_search
 from pyg_routing.commands.search import render_markdown as render_search
 from pyg_routing.commands.train import add_train_parser, run_train
@@ -28,7 +38,6 @@ from pyg_routing.training.fit import (
     count,
     one_line,
     positive,
-    record_given,
     refuse_given,
     seed_value,
 )
@@ -53,38 +62,6 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
                         "NDS's instance count this rebuilds its test file)")
     p.add_argument("--root", default="data", help="dataset folder (cache)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
-
-
-class _Parser(argparse.ArgumentParser):
-    """An argparse parser whose usage errors are one line on stderr (exit 2), like
-    the commands' own errors; it takes no abbreviated option (``--time`` is not
-    ``--time-limit``) and records which options the user typed
-    (:func:`~pyg_routing.training.fit.given`), so a command can refuse one that does
-    not apply. Its sub-parsers are of this class too."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["allow_abbrev"] = False
-        super().__init__(*args, **kwargs)
-
-    def parse_known_args(self, args: Sequence[str] | None = None,
-                         namespace: argparse.Namespace | None = None
-                         ) -> tuple[argparse.Namespace, list[str]]:
-        arg_strings = list(sys.argv[1:] if args is None else args)
-        namespace, extras = super().parse_known_args(arg_strings, namespace)
-        record_given(self, arg_strings, namespace)
-        return namespace, extras
-
-    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
-                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
-        namespace, extras = self.parse_known_args(args, namespace)
-        if extras:            # named by the command they were given to
-            command = getattr(namespace, "command", None)
-            prog = f"{self.prog} {command}" if command else self.prog
-            self.exit(2, f"{prog}: error: unrecognized arguments: {' '.join(extras)}\n")
-        return namespace
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_evaluate_parser(sub)
     add_compare_parser(sub)
     add_search_parser(sub)
+    add_import_checkpoint_parser(sub)
+    add_reproduce_parser(sub)
     return parser
 
 
@@ -248,11 +227,13 @@ def _print_text(obj: Any, indent: int = 0) -> None:
 
 COMMANDS = {"generate": cmd_generate, "solve": cmd_solve, "info": cmd_info,
             "probe": run_probe, "train": run_train, "evaluate": run_evaluate,
-            "compare": run_compare, "search": run_search}
+            "compare": run_compare, "search": run_search,
+            "import-checkpoint": run_import_checkpoint, "reproduce": run_reproduce}
 #: Commands whose text output is a custom rendering of their result dict.
 RENDERERS = {"probe": render_probe,
              "compare": lambda r: f"{render_markdown(r)}\n\nwritten to {r['out']}/",
-             "search": lambda r: f"{render_search(r)}\n\nwritten to {r['out']}/"}
+             "search": lambda r: f"{render_search(r)}\n\nwritten to {r['out']}/",
+             "reproduce": render_reproduce}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

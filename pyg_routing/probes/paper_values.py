@@ -122,5 +122,45 @@ MAIN_COMPARISON: dict[str, dict[str, tuple[float, float | None]]] = {
 }
 
 
-__all__ = ["ANISOMETRY", "HIERARCHY_ENTROPY", "MAIN_COMPARISON", "SPEARMAN", "paper_key",
-           "paper_problem_key"]
+#: Tab. 4 (``tab:model_agnostic``): PDTSP with the N2S backbone, ``(objective, gap %)``
+#: per setting; keys: ``reference`` (LKH, 10k trials), ``dact`` (the DACT backbone, 3k
+#: steps), ``dact_cpe`` (N2S as released: its own CPE, 3k steps) and ``ipexpe`` (HA-N2S).
+MODEL_AGNOSTIC: dict[str, dict[str, tuple[float, float | None]]] = {
+    "PDTSP-21": {"reference": (4.563, 0.00), "dact": (4.564, 0.03),
+                 "dact_cpe": (4.565, 0.05), "ipexpe": (4.564, 0.03)},
+    "PDTSP-51": {"reference": (6.862, 0.00), "dact": (7.057, 2.83),
+                 "dact_cpe": (7.027, 2.40), "ipexpe": (6.997, 1.96)},
+    "PDTSP-101": {"reference": (9.428, 0.00), "dact": (10.195, 8.13),
+                  "dact_cpe": (9.846, 4.44), "ipexpe": (9.701, 2.89)},
+}
+
+#: Tab. 8 (``tab:ablation``): component ablation, CVRP-100, DACT; ``(objective, gap %)``.
+#: ``ipe_index``: IPE with the index phase i / L instead of the distance phase. The
+#: paper's "w/o IPE" and "w/o XPE" rows repeat ``xpe`` and ``ipe``.
+ABLATION: dict[str, dict[str, tuple[float, float | None]]] = {
+    "CVRP-100": {"none": (17.42, 11.81), "ipe": (15.81, 1.48), "ipe_index": (16.18, 3.85),
+                 "xpe": (15.84, 1.67), "ipexpe": (15.76, 1.16)},
+}
+
+#: Tab. 9 (``tab:aggregation``): per-route XPE aggregations against per-node XPE
+#: (``node``, the method), IPE + XPE under DACT; ``(objective, gap %)``.
+AGGREGATION: dict[str, dict[str, tuple[float, float | None]]] = {
+    "CVRP-100": {"mean": (15.83, 1.61), "circular_mean": (15.82, 1.54),
+                 "demand_mean": (15.83, 1.61), "median": (15.84, 1.67),
+                 "midpoint": (15.85, 1.73), "node": (15.76, 1.16)},
+    "VRPTW-100": {"mean": (26.30, 3.46), "circular_mean": (26.27, 3.34),
+                  "demand_mean": (26.31, 3.50), "median": (26.32, 3.54),
+                  "midpoint": (26.34, 3.62), "node": (26.18, 2.97)},
+}
+
+#: Tab. 10 (``tab:direction``): direction-aware against direction-invariant IPE (IPE +
+#: XPE under DACT); ``(objective, gap %)``.
+DIRECTION: dict[str, dict[str, tuple[float, float | None]]] = {
+    "CVRP-100": {"aware": (15.78, 1.28), "invariant": (15.76, 1.16)},
+    "VRPTW-100": {"aware": (26.18, 2.97), "invariant": (26.45, 4.04)},
+    "PDTSP-51": {"aware": (6.99, 1.87), "invariant": (7.12, 3.71)},
+}
+
+
+__all__ = ["ABLATION", "AGGREGATION", "ANISOMETRY", "DIRECTION", "HIERARCHY_ENTROPY",
+           "MAIN_COMPARISON", "MODEL_AGNOSTIC", "SPEARMAN", "paper_key", "paper_problem_key"]

@@ -1,0 +1,147 @@
+"""``pyg-routing reproduce TABLE --scale smoke|cpu|paper``: one of the paper's ten tables
+as a grid of cells (:mod:`.tables`), each the argument lists of existing commands run
+in-process (:mod:`.cells`), merged into ``table.md``/``table.csv``/``gap.png`` beside
+the paper's values (:mod:`.collect`).
+
+Without ``--shard``/``--collect`` every unfinished cell runs, then the table is
+collected. ``--shard i/n`` runs every n-th cell only (a job array); ``--collect [OUT
+...]`` merges the shards' result files. ``--dry-run`` lists the cells and the command
+lines they run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pyg_routing.commands.reproduce.budgets import SCALES
+from pyg_routing.commands.reproduce.cells import (
+    TRAINER_OPTIONS,
+    command_line,
+    parse_shard,
+    render,
+    run_cells,
+    shard,
+)
+from pyg_routing.commands.reproduce.collect import collect
+from pyg_routing.commands.reproduce.tables import TABLES, TableSpec
+from pyg_routing.training.fit import given, refuse_given
+
+#: where the cells of a scale run unless --accelerator says otherwise
+ACCELERATOR = {"smoke": "cpu", "cpu": "cpu", "paper": "gpu"}
+
+
+def add_reproduce_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "reproduce", help="reproduce one of the paper's tables (tab1 ... tab10)",
+        description="Run every cell (encoding x setting x seed) of one of the paper's "
+                    "tables at a scale, each cell's result written as it finishes (a rerun "
+                    "skips finished cells), then write table.md, table.csv and gap.png "
+                    "with the paper's value beside each of ours. Tables: " + "; ".join(
+                        f"{k}: {v.title}" for k, v in TABLES.items()))
+    p.add_argument("table", choices=tuple(TABLES), help="the table")
+    p.add_argument("--scale", choices=SCALES, required=True,
+                   help="smoke: toy budget, proves the pipeline; cpu: ~1 h per table on 2 "
+                        "CPU cores; paper: the paper's budget (GPU)")
+    p.add_argument("--out", default="runs/reproduce",
+                   help="folder of the cells' results and the tables")
+    p.add_argument("--shard", type=parse_shard, default=None,
+                   help="i/n: run only the cells k with k %% n == i-1 (then --collect)")
+    p.add_argument("--collect", nargs="*", default=None, metavar="OUT",
+                   help="only merge finished cells into the table: from the given shard "
+                        "folders (default: --out)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list the cells and their command lines; run nothing")
+    p.add_argument("--checkpoint", action="append", default=None, metavar="ROW[@COLUMN]=CKPT",
+                   help="tab4-tab7: this row (of this column) tests the given checkpoint "
+                        "instead of training one (repeatable)")
+    p.add_argument("--accelerator", default=None,
+                   help="where the cells train and run their policies (default: cpu, paper "
+                        "scale gpu)")
+    p.add_argument("--devices", default=None, help="devices per training cell (Lightning)")
+    p.add_argument("--strategy", default=None, help="Lightning strategy of training cells")
+    p.add_argument("--precision", default=None, help="precision of training cells")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+
+
+def _checkpoints(spec: TableSpec, values: list[str] | None) -> dict[str, str]:
+    """``ROW[@COLUMN]=CKPT`` options as a dict (each row and column checked)."""
+    out: dict[str, str] = {}
+    rows = [r for r, _ in spec.rows if r not in ("reference", "sisr")]
+    for value in values or []:
+        key, sep, path = value.partition("=")
+        row, _, column = key.partition("@")
+        if not sep or not path:
+            raise ValueError(f"--checkpoint {value}: must be ROW[@COLUMN]=CKPT")
+        if row not in rows:
+            raise ValueError(f"--checkpoint {value}: {spec.name} has no trained row {row!r}; "
+                             f"choose from {', '.join(rows)}")
+        if column and column not in spec.columns:
+            raise ValueError(f"--checkpoint {value}: {spec.name} has no column {column!r}; "
+                             f"choose from {', '.join(spec.columns)}")
+        if not Path(path).is_file():
+            raise ValueError(f"--checkpoint {value}: no such file {path!r}")
+        out[key] = path
+    return out
+
+
+def _check(args: argparse.Namespace, spec: TableSpec) -> None:
+    """Refuse, naming it, an option that does not apply to what the others ask for."""
+    if args.collect is not None:
+        refuse_given(args, ("shard", "dry_run", "checkpoint", *TRAINER_OPTIONS),
+                     "does not apply with --collect (it only merges finished cells)")
+    if not spec.trains:
+        refuse_given(args, TRAINER_OPTIONS, f"does not apply to {spec.name} (it runs a "
+                                            f"probe: nothing is trained)")
+    if not spec.checkpoints:
+        flag = given(args, "checkpoint")
+        if flag:
+            raise ValueError(f"{flag} applies to tab4-tab7 only (rows that can test a "
+                             f"trained model); {spec.name} trains every cell")
+
+
+def run_reproduce(args: argparse.Namespace) -> dict[str, Any]:
+    spec = TABLES[args.table]
+    _check(args, spec)
+    cells = spec.cells(args.scale, _checkpoints(spec, args.checkpoint))
+    out = Path(args.out)
+    if args.collect is not None:
+        sources = [Path(p) for p in args.collect] or [out]
+        return {"mode": "collect", **collect(spec, cells, args.scale, out, sources)}
+    trainer = {"accelerator": args.accelerator or ACCELERATOR[args.scale],
+               **{k: getattr(args, k) for k in TRAINER_OPTIONS[1:]
+                  if getattr(args, k) is not None}}
+    mine = shard(cells, args.shard)
+    if args.dry_run:
+        return {"mode": "dry-run", "table": spec.name, "scale": args.scale,
+                "cells": [{"cell": c.id, "row": c.row, "column": c.column, "seed": c.seed,
+                           "commands": [command_line(render(s, _placeholders(), trainer))
+                                        for s in c.steps]} for c in mine]}
+    ran = run_cells(spec, mine, args.scale, out, trainer)
+    if args.shard is not None:
+        i, n = args.shard
+        return {"mode": "shard", "table": spec.name, "scale": args.scale, "shard": f"{i}/{n}",
+                "out": str(out), "cells": ran}
+    return {"mode": "run", **collect(spec, cells, args.scale, out, [out]), "ran": ran}
+
+
+def _placeholders() -> dict[str, str]:
+    return {"cell": "{cell}", "data": "{data}", "xdata": "{xdata}",
+            "checkpoint": "{checkpoint}"}
+
+
+def render_reproduce(result: dict[str, Any]) -> str:
+    """Text output: the cells of a dry run, a shard's progress, or the table."""
+    if result["mode"] == "dry-run":
+        lines = [f"{result['table']} at --scale {result['scale']}: "
+                 f"{len(result['cells'])} cell(s)"]
+        for c in result["cells"]:
+            lines.append(f"{c['cell']}:")
+            lines += [f"  {cmd}" for cmd in c["commands"]]
+        return "\n".join(lines)
+    if result["mode"] == "shard":
+        ran = sum(c["status"] == "ran" for c in result["cells"])
+        return (f"{result['table']} shard {result['shard']}: {ran} cell(s) run, "
+                f"{len(result['cells']) - ran} already finished; merge with --collect")
+    tail = f"\n\nwritten to {result['out']}/ ({result['finished']}/{result['cells']} cells)"
+    return result["markdown"] + tail
