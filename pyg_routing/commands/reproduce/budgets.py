@@ -5,8 +5,13 @@ per scale, the sizes a scale shrinks the paper's settings to, and the seeds.
   instances, 4 test instances, a few steps, reference solver 0.05 s). It proves the
   pipeline on 2 CPU cores in minutes, not the claim.
 * ``cpu``: about an hour per table on 2 CPU cores, one seed. DACT's tables run at 20
-  customers (PDTSP: 20, PDTSP-21): Tab. 2 alone has 45 cells, and DACT at 100 customers
-  trains for hours per cell on a CPU. Tab. 4 keeps PDTSP's three sizes, whose growth is
+  customers (PDTSP: 20, PDTSP-21): Tab. 2 alone has 42 cells, and DACT at 100 customers
+  trains for hours per cell on a CPU. A DACT table's epochs are set by its cell count
+  (:data:`DACT_CPU_EPOCHS`): a CVRP-20 cell of ``compare``'s CPU-sized PPO batches (64
+  instances, 40 steps, 5 batches per epoch, validation included) trained 24 s per epoch
+  and tested 256 instances x 500 steps in 19 s on 2 cores (2026-11-25), so Tab. 8's 5
+  cells get 25 epochs and Tab. 2's 42 cells (VRPTW and PDTSP are slower) 2; rows are
+  compared within a table, at one budget. Tab. 4 keeps PDTSP's three sizes, whose growth is
   its claim, at a small budget; the NDS tables run 100 customers (the smallest size
   with NDS's capacities that is still a many-route instance) for 10 s per instance.
 * ``paper``: the paper's budget (App. ``tab:hyperparams``; DACT's and N2S's published
@@ -37,8 +42,9 @@ TRAIN: dict[str, dict[str, str]] = {
     "dact": {
         "smoke": "--epochs 1 --dim 16 --heads 2 --layers 1 --pe-dim 8 --batch-size 4 "
                  "--t-train 4 --n-step 2 --val-steps 2 --batches-per-epoch 1 --val-size 4",
-        "cpu": "--epochs 4 --batch-size 32 --t-train 20 --batches-per-epoch 5 "
-               "--val-size 32 --val-steps 50",
+        # the epochs come from DACT_CPU_EPOCHS (per table: see train_options)
+        "cpu": "--batch-size 64 --t-train 40 --batches-per-epoch 5 --val-size 64 "
+               "--val-steps 100",
         # the README's Tab. 2 line: DACT's published PPO budget
         "paper": "--epochs 200 --batch-size 512 --t-train 200 --batches-per-epoch 20 "
                  "--val-size 256 --val-steps 200 --dim 64 --layers 3",
@@ -66,7 +72,7 @@ TRAIN: dict[str, dict[str, str]] = {
 TEST: dict[str, dict[str, dict[str, str]]] = {
     "dact": {
         "smoke": {"instances": "4", "steps": "5", "time-limit": "0.05"},
-        "cpu": {"instances": "64", "steps": "200", "time-limit": "0.2"},
+        "cpu": {"instances": "256", "steps": "500", "time-limit": "0.2"},
         "paper": {"instances": "1000", "steps": "1000", "augment": "8", "time-limit": "1"},
     },
     "n2s": {
@@ -107,6 +113,19 @@ X_SEARCH = {
     "cpu": "--max-customers 200 --time-limit 10",
     "paper": "--time-limit 60",
 }
+
+
+#: DACT's training epochs per table at ``cpu`` (about an hour per table: fewer cells,
+#: more epochs each)
+DACT_CPU_EPOCHS = {"tab2": 2, "tab8": 25, "tab9": 10, "tab10": 16}
+
+
+def train_options(backbone: str, scale: str, table: str) -> str:
+    """``compare``'s training options of ``backbone`` at ``scale`` in ``table``."""
+    options = TRAIN[backbone][scale]
+    if backbone == "dact" and scale == "cpu":
+        options = f"--epochs {DACT_CPU_EPOCHS[table]} {options}"
+    return options
 
 
 def nds_test(scale: str, problem: str, paper_size: int) -> dict[str, str]:
