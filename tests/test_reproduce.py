@@ -197,3 +197,12 @@ def test_smoke_run_of_every_table(table, tmp_path, capsys):
     assert (tmp_path / table / "smoke" / "table.md").is_file()
     if "gap_percent" in TABLES[table].metrics:
         assert (tmp_path / table / "smoke" / "gap.png").is_file()
+
+
+def test_paper_scale_gives_dact_its_own_depot_copies_on_cvrp_only():
+    cells = TABLES["tab2"].cells("paper", {})
+    for cell in cells:
+        step = cell.steps[0]
+        rate = step[step.index("--depot-rate") + 1] if "--depot-rate" in step else None
+        assert rate == ("0.2" if cell.column == "CVRP-100" else None), cell.id
+    assert not any("--depot-rate" in c.steps[0] for c in TABLES["tab2"].cells("cpu", {}))

@@ -67,13 +67,14 @@ class ImprovementLightning(L.LightningModule):
         self.config = self.config_class(**options)
         self.save_hyperparameters({**self.config.to_dict(),
                                    "backbone": self.config_class.backbone})
-        self.env = self.make_env()
+        self.env = self.make_env(self.config)
         self.policy = self.build_policy()
 
     # ------------------------------------------------------------------ backbone
     @classmethod
-    def make_env(cls) -> ImprovementEnv:
-        """The backbone's environment."""
+    def make_env(cls, config: TrainConfig | None = None) -> ImprovementEnv:
+        """The backbone's environment for ``config`` (``None``: its defaults, e.g. to list
+        its problems)."""
         raise NotImplementedError
 
     def build_policy(self) -> ImprovementPolicy:
@@ -87,7 +88,7 @@ class ImprovementLightning(L.LightningModule):
         :meth:`make_env` from ``options["init"]`` (default: the environment's first
         rule) with ``augment`` copies, each from its own start when ``options["starts"]``
         (default: the configuration's) is ``"independent"``)."""
-        env = cls.make_env()
+        env = cls.make_env(config)
         starts = options.get("starts")
         independent = config.independent_starts if starts is None else starts == "independent"
         return StepSearch(env, init=options.get("init") or env.inits[0], augment=augment,

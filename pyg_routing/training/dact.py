@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs import TwoOptEnv
 from pyg_routing.models import DACTPolicy
+from pyg_routing.training.config import option
 from pyg_routing.training.ppo import PPOConfig, PPOLightning
 
 
@@ -36,9 +37,17 @@ class DACTConfig(PPOConfig):
 
     backbone = "dact"
 
+    depot_rate: float | None = option(
+        None, "depot copies of CVRP/VRPTW as DACT's --dummy_rate: ceil(N (1 + rate)) - N for "
+              "N customers (DACT: 0.5 at 20, 0.4 at 50, 0.2 at 100; default: enough for the "
+              "initial routes and the capacity bound + 2)", positive=True)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         TwoOptEnv().check_problem(Problem.parse(self.problem))
+        if self.depot_rate is not None and Problem.parse(self.problem).single_route:
+            raise ValueError(f"--depot-rate sets the depot copies of CVRP/VRPTW; "
+                             f"{self.problem} has one route")
         self.init = self.init or default_init(self.problem)
         if self.init not in TwoOptEnv.inits:
             raise ValueError(f"unknown init {self.init!r}; choose from {TwoOptEnv.inits}")
@@ -55,8 +64,8 @@ class DACTLightning(PPOLightning):
     config_class = DACTConfig
 
     @classmethod
-    def make_env(cls) -> TwoOptEnv:
-        return TwoOptEnv()
+    def make_env(cls, config: DACTConfig | None = None) -> TwoOptEnv:
+        return TwoOptEnv(depot_rate=None if config is None else config.depot_rate)
 
     def build_policy(self) -> DACTPolicy:
         c = self.config

@@ -26,7 +26,12 @@ from typing import ClassVar
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs import PairReinsertionEnv
 from pyg_routing.models import N2SPolicy
-from pyg_routing.training.config import encoder_option, option, refuse_gps_options
+from pyg_routing.training.config import (
+    TrainConfig,
+    encoder_option,
+    option,
+    refuse_gps_options,
+)
 from pyg_routing.training.ppo import PPOConfig, PPOLightning
 
 #: N2S's README settings per size: customers -> (warm_up, max_grad_norm)
@@ -93,7 +98,7 @@ class N2SLightning(PPOLightning):
     config_class = N2SConfig
 
     @classmethod
-    def make_env(cls) -> PairReinsertionEnv:
+    def make_env(cls, config: TrainConfig | None = None) -> PairReinsertionEnv:
         return PairReinsertionEnv()
 
     def build_policy(self) -> N2SPolicy:

@@ -149,7 +149,7 @@ class NDSLightning(ImprovementLightning):
         self.automatic_optimization = False
 
     @classmethod
-    def make_env(cls) -> DeconstructionEnv:
+    def make_env(cls, config: TrainConfig | None = None) -> DeconstructionEnv:
         return DeconstructionEnv()
 
     def build_policy(self) -> NDSPolicy:

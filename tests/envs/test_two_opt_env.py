@@ -262,3 +262,34 @@ def test_vrptw_mask_is_exact_and_walk_stays_feasible(seed):
         assert bool((reward >= 0).all())
         _check_state(state, inst)
     assert node_features(state).shape == (2, state.num_nodes, 9)
+
+
+@pytest.mark.parametrize("n,rate,copies", [(20, 0.5, 10), (50, 0.4, 20), (100, 0.2, 20)])
+def test_depot_rate_gives_dacts_depot_copies(n, rate, copies):
+    """DACT's ``--dummy_rate``: ceil(N (1 + rate)) - N copies; the search is otherwise the
+    default one (same routes, the extra copies as empty routes)."""
+    from pyg_routing.envs import TwoOptEnv
+    from pyg_routing.envs.two_opt import to_routes
+
+    inst = CVRPGenerator(n, seed=1).sample(2)
+    dact = TwoOptEnv(depot_rate=rate).reset(inst, init="sweep")
+    ours = TwoOptEnv().reset(inst, init="sweep")
+    assert dact.num_depots == copies and dact.order.shape[1] == n + copies
+    assert ours.num_depots < copies                     # ours allows fewer routes
+    assert to_routes(dact, best=False) == to_routes(ours, best=False)
+    torch.testing.assert_close(dact.cost, ours.cost)
+    tsp = TwoOptEnv(depot_rate=rate).reset(TSPGenerator(8, seed=0).sample(1), init="random")
+    assert tsp.num_depots == 1                          # one route: no rate
+    assert "depot_rate=0.5" in repr(TwoOptEnv(depot_rate=0.5))
+
+
+def test_depot_rate_is_checked():
+    from pyg_routing.envs import TwoOptEnv
+
+    with pytest.raises(ValueError, match="num_depots or depot_rate, not both"):
+        TwoOptEnv(num_depots=5, depot_rate=0.2)
+    with pytest.raises(ValueError, match="depot_rate must be > 0, got -0.1"):
+        TwoOptEnv(depot_rate=-0.1)
+    inst = CVRPGenerator(20, seed=0).sample(1)
+    with pytest.raises(ValueError, match=r"num_depots=1 is below the \d+ route slots"):
+        TwoOptEnv(depot_rate=0.01).reset(inst, init="sweep")

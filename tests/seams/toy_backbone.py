@@ -133,7 +133,7 @@ class RelocateLightning(PPOLightning):
     config_class = RelocateConfig
 
     @classmethod
-    def make_env(cls) -> RelocateEnv:
+    def make_env(cls, config: object = None) -> RelocateEnv:
         return RelocateEnv()
 
     def build_policy(self) -> RelocatePolicy:

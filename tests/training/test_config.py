@@ -144,3 +144,19 @@ def test_ipe_amplitude_reaches_the_encoder_and_the_search_code():
     assert default.policy.encoder.positional.node_pe.amplitude == "inverse_square"
     with pytest.raises(ValueError, match="--ipe-amplitude must be one of"):
         DACTConfig(ipe_amplitude="loud")
+
+
+def test_depot_rate_reaches_training_and_the_test_search_and_is_dacts_alone(capsys):
+    model = DACTLightning(problem="cvrp", depot_rate=0.5, **TINY)
+    assert model.env.depot_rate == 0.5 and model.hparams["depot_rate"] == 0.5
+    search = DACTLightning.test_search(model.config, 1, {})
+    assert search.env.depot_rate == 0.5               # evaluate/compare test like training
+    assert DACTLightning(problem="cvrp", **TINY).env.depot_rate is None
+    with pytest.raises(ValueError, match="--depot-rate sets the depot copies of CVRP/VRPTW; "
+                                         "tsp has one route"):
+        DACTConfig(problem="tsp", depot_rate=0.5)
+    with pytest.raises(ValueError, match="--depot-rate must be > 0"):
+        DACTConfig(problem="cvrp", depot_rate=0.0)
+    assert main(["train", "--backbone", "n2s", "--problem", "pdtsp", "--pe", "none",
+                 "--depot-rate", "0.5", "--epochs", "1"]) == 2
+    assert "--depot-rate is an option of the dact backbone" in capsys.readouterr().err

@@ -120,11 +120,21 @@ X_SEARCH = {
 DACT_CPU_EPOCHS = {"tab2": 2, "tab8": 25, "tab9": 10, "tab10": 16}
 
 
-def train_options(backbone: str, scale: str, table: str) -> str:
-    """``compare``'s training options of ``backbone`` at ``scale`` in ``table``."""
+#: DACT's ``--dummy_rate`` (depot copies ceil(N (1 + rate)) - N) by CVRP size, as its
+#: README trains them; ``--scale paper`` passes it as ``--depot-rate`` on CVRP
+DACT_DEPOT_RATE = {20: 0.5, 50: 0.4, 100: 0.2}
+
+
+def train_options(backbone: str, scale: str, table: str, problem: str = "",
+                  num_customers: int = 0) -> str:
+    """``compare``'s training options of ``backbone`` at ``scale`` in ``table`` for
+    ``problem`` with ``num_customers``."""
     options = TRAIN[backbone][scale]
     if backbone == "dact" and scale == "cpu":
         options = f"--epochs {DACT_CPU_EPOCHS[table]} {options}"
+    if backbone == "dact" and scale == "paper" and problem == "cvrp" \
+            and num_customers in DACT_DEPOT_RATE:
+        options += f" --depot-rate {DACT_DEPOT_RATE[num_customers]}"
     return options
 
 

@@ -94,7 +94,7 @@ def _compare(table: str, row: str, column: str, seed: int, scale: str, backbone:
                 *(["--remove", "4"] if backbone == "nds" and scale == "smoke" else []), *tail)
     else:
         step = ("compare", "--backbone", backbone, *where, "--pe", pe, "--seed", str(seed),
-                *extra, *_split(B.train_options(backbone, scale, table)),
+                *extra, *_split(B.train_options(backbone, scale, table, problem, int(n))),
                 *_spell(test, "compare"),
                 "--no-random", *tail)
     return Cell(table, row, column, seed, (tuple(step),))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import torch
@@ -28,6 +29,9 @@ class TwoOptEnv(ImprovementEnv):
         num_depots: ``K`` depot copies (default: enough for the initial routes
             plus ``extra_depots`` above the capacity bound).
         extra_depots: spare route slots (CVRP, VRPTW).
+        depot_rate: DACT's ``dummy_rate``: ``K = ⌈N (1 + rate)⌉ − N`` copies for ``N``
+            customers (CVRP, VRPTW; DACT used 0.5 at 20 customers, 0.4 at 50, 0.2 at 100),
+            instead of the default; ``None``: the default.
     """
 
     name: ClassVar[str] = "two_opt"
@@ -38,13 +42,23 @@ class TwoOptEnv(ImprovementEnv):
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = moves.INITS
 
-    def __init__(self, num_depots: int | None = None, extra_depots: int = 2) -> None:
+    def __init__(self, num_depots: int | None = None, extra_depots: int = 2,
+                 depot_rate: float | None = None) -> None:
+        if num_depots is not None and depot_rate is not None:
+            raise ValueError("give num_depots or depot_rate, not both")
+        if depot_rate is not None and not depot_rate > 0:
+            raise ValueError(f"depot_rate must be > 0, got {depot_rate!r}")
         self.num_depots = num_depots
         self.extra_depots = extra_depots
+        self.depot_rate = depot_rate
 
     def reset(self, instances: RoutingInstances, init: str = "sweep",
               generator: torch.Generator | None = None) -> TwoOptState:
-        return moves.reset(instances, init=init, num_depots=self.num_depots,
+        num_depots = self.num_depots
+        if self.depot_rate is not None and not instances.problem.single_route:
+            n = instances.pos.shape[1] - 1
+            num_depots = math.ceil(n * (1 + self.depot_rate)) - n      # DACT's formula
+        return moves.reset(instances, init=init, num_depots=num_depots,
                            extra_depots=self.extra_depots, generator=generator)
 
     def step(self, state: TwoOptState, action: Tensor) -> tuple[TwoOptState, Tensor]:
@@ -69,6 +83,7 @@ class TwoOptEnv(ImprovementEnv):
 
     def __repr__(self) -> str:
         args = [] if self.num_depots is None else [f"num_depots={self.num_depots}"]
+        args += [] if self.depot_rate is None else [f"depot_rate={self.depot_rate}"]
         if self.extra_depots != 2:
             args.append(f"extra_depots={self.extra_depots}")
         return f"{type(self).__name__}({', '.join(args)})"
