@@ -186,8 +186,10 @@ def refuse_encoding_options(options: argparse.Namespace | dict[str, Any],
     line (:class:`GivenOption`) that none of the encodings ``names`` takes."""
     opts = vars(options) if isinstance(options, argparse.Namespace) else options
     for name, (flag, _) in opts.get(GIVEN_OPTIONS, {}).items():
-        takers = ENCODING_OPTIONS.get(name, (None, ()))[1]
-        if name in ENCODING_OPTIONS and not set(takers) & set(names):
+        if name not in ENCODING_OPTIONS:
+            continue
+        takers = ENCODING_OPTIONS[name][1]
+        if not set(takers) & set(names):
             raise ValueError(f"{flag} is an option of the {' and '.join(takers)} encodings; "
                              f"--pe {','.join(names)} has none of them")
 

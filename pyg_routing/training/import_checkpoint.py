@@ -48,14 +48,13 @@ from torch import Tensor
 
 from pyg_routing.data.files import read_torch
 from pyg_routing.envs import DeconstructionEnv
-from pyg_routing.errors import CorruptFileError, UntrustedFileError
+from pyg_routing.errors import CorruptFileError
 from pyg_routing.training import backbones
 
 #: the originals an import reads, with the backbone they become
 ORIGINALS = {"nds": "nds", "n2s": "n2s"}
 #: the original N2S's removal-history columns in our order (most recent first)
 N2S_HISTORY_ORDER = (2, 1, 0, 3)
-_REFUSED = re.compile(r"needs ([\w.]+) \(a class or function\)")
 
 
 # ---------------------------------------------------------------------- reading
@@ -89,22 +88,23 @@ def read_original(path: str | Path, *, trust: bool = False) -> Any:
     Raises:
         FileNotFoundError, CorruptFileError: see :func:`~pyg_routing.data.files.read_torch`.
     """
-    stand_ins: dict[str, type] = {}
-    for _ in range(64):
+    stand_ins: list[type] = []
+    if not trust:
+        # the classes a weights-only load would refuse, listed without unpickling; a
+        # file this cannot list (not a zip checkpoint) is reported by read_torch below
         try:
-            with torch.serialization.safe_globals(list(stand_ins.values())):
-                return read_torch(path, "checkpoint", trust=trust,
-                                  opt_in=f"trust=True (command line: {backbones.TRUST_OPTION})")
-        except UntrustedFileError as exc:
-            found = _REFUSED.search(str(exc))
-            if found is None or found.group(1) in stand_ins:
-                raise
-            stand_ins[found.group(1)] = _stand_in(found.group(1))
-        except (ImportError, AttributeError) as exc:      # trust: a class not installed
-            raise CorruptFileError(f"checkpoint {os.fspath(path)} needs {exc} to unpickle "
-                                   f"in full; leave out {backbones.TRUST_OPTION} to read it "
-                                   f"as data") from None
-    raise CorruptFileError(f"checkpoint {os.fspath(path)} names too many classes")
+            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+        except Exception:
+            unsafe = []
+        stand_ins = [_stand_in(name) for name in unsafe]
+    try:
+        with torch.serialization.safe_globals(stand_ins):
+            return read_torch(path, "checkpoint", trust=trust,
+                              opt_in=f"trust=True (command line: {backbones.TRUST_OPTION})")
+    except (ImportError, AttributeError) as exc:          # trust: a class not installed
+        raise CorruptFileError(f"checkpoint {os.fspath(path)} needs {exc} to unpickle "
+                               f"in full; leave out {backbones.TRUST_OPTION} to read it "
+                               f"as data") from None
 
 
 def plain(obj: Any) -> Any:

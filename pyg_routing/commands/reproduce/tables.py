@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyg_routing.commands.reproduce import budgets as B
+from pyg_routing.functional.route_angle import AGGREGATIONS as ROUTE_AGGREGATIONS
+from pyg_routing.functional.route_pe import DIRECTIONS
 from pyg_routing.probes import paper_nds_values as nds_paper
 from pyg_routing.probes import paper_values as paper
 
@@ -150,8 +152,8 @@ def _tab3(scale: str, checkpoints: dict[str, str]) -> list[Cell]:
 ABLATION_ROWS = {"none": ("none", ()), "ipe": ("ipe", ()),
                  "ipe_index": ("ipe", ("--ipe-phase", "index")), "xpe": ("xpe", ()),
                  "ipexpe": ("ipexpe", ())}
-AGGREGATIONS = ("mean", "circular_mean", "demand_mean", "median", "midpoint", "node")
-DIRECTIONS = ("aware", "invariant")
+#: Tab. 9's rows: the per-route aggregations, then the per-node XPE (the paper's order)
+AGGREGATIONS = (*ROUTE_AGGREGATIONS[1:], ROUTE_AGGREGATIONS[0])
 
 
 def _grid(table: str, rows: dict[str, tuple[str, tuple[str, ...]]], columns: tuple[str, ...],
@@ -221,8 +223,8 @@ def _tab7(scale: str, checkpoints: dict[str, str]) -> list[Cell]:
                 continue
             train = ("train", "--backbone", "nds", "--problem", "cvrp", "--num-customers",
                      str(B.size(scale, "nds", 500)), "--preset", "nds", "--pe", row,
-                     "--seed", str(seed), *_split(B.TRAIN["nds"][scale]), "--out", "{cell}",
-                     "--no-progress")
+                     "--seed", str(seed), *_split(B.train_options("nds", scale, "tab7")),
+                     "--out", "{cell}", "--no-progress")
             cells.append(Cell("tab7", row, "X", seed,
                               (train, (*search, "--checkpoint", "{checkpoint}"))))
     return cells
