@@ -24,7 +24,7 @@ from pyg_routing.errors import InvalidInstanceError, where
 
 #: Per-instance fields and their shapes (``B`` instances, ``N`` nodes).
 DENSE_SHAPES = {"demand": "[B, N]", "capacity": "[B]", "time_window": "[B, N, 2]",
-                "service_time": "[B, N]", "prize": "[B, N]"}
+                "service_time": "[B, N]", "prize": "[B, N]", "cost_matrix": "[B, N, N]"}
 
 
 class DenseInstances(Protocol):
@@ -44,6 +44,8 @@ class DenseInstances(Protocol):
     service_time: Tensor | None
     prize: Tensor | None
     pickup_delivery_index: Tensor | None
+    cost_matrix: Tensor | None
+    open_routes: Tensor | None
 
 
 class _Check(NamedTuple):
@@ -69,7 +71,7 @@ def _fields(inst: DenseInstances, prob: Problem, pos: Tensor) -> dict[str, Tenso
         if getattr(inst, key) is None:
             raise InvalidInstanceError(f"problem {prob.value!r} needs `{key}`")
     shapes = {"demand": (b, n), "capacity": (b,), "time_window": (b, n, 2),
-              "service_time": (b, n), "prize": (b, n)}
+              "service_time": (b, n), "prize": (b, n), "cost_matrix": (b, n, n)}
     out = {}
     for key, shape in shapes.items():
         value = getattr(inst, key)
@@ -85,6 +87,18 @@ def _fields(inst: DenseInstances, prob: Problem, pos: Tensor) -> dict[str, Tenso
             raise InvalidInstanceError(f"`{key}` is on {t.device} but `pos` is on "
                                        f"{pos.device}")
         out[key] = t
+    opened = getattr(inst, "open_routes", None)
+    if opened is not None:
+        t = _tensor(opened, "open_routes")
+        if tuple(t.shape) != (b,) or t.dtype != torch.bool:
+            raise InvalidInstanceError(f"`open_routes` must be a bool tensor of shape [B] = "
+                                       f"({b},), got {t.dtype} {tuple(t.shape)}")
+        if t.device != pos.device:
+            raise InvalidInstanceError(f"`open_routes` is on {t.device} but `pos` is on "
+                                       f"{pos.device}")
+        if bool(t.any()) and prob not in (Problem.CVRP, Problem.VRPTW):
+            raise InvalidInstanceError(f"open routes are an option of 'cvrp' and 'vrptw', "
+                                       f"not {prob.value!r}")
     return out
 
 
@@ -108,6 +122,11 @@ def _finite(t: Tensor, key: str, b: int) -> _Check:
         return _Check(~torch.isfinite(t).view(b, 1), False,
                       lambda g, v: f"`{key}` has a non-finite value ({t[g].item()})")
     bad = ~torch.isfinite(t)
+    if key == "cost_matrix":                    # its diagonal is ignored (costs.py)
+        bad = bad & ~torch.eye(t.size(-1), dtype=torch.bool, device=t.device)
+        return _Check(bad.any(-1), True, lambda g, v: (
+            f"`cost_matrix` has a non-finite cost on the arc {v} -> "
+            f"{int(torch.nonzero(bad[g, v])[0])}"))
     if t.dim() == 3:
         bad = bad.any(-1)
     return _Check(bad, True,
@@ -115,7 +134,7 @@ def _finite(t: Tensor, key: str, b: int) -> _Check:
 
 
 def _value_checks(prob: Problem, pos: Tensor, f: dict[str, Tensor],
-                  pairs: Tensor | None) -> list[_Check]:
+                  pairs: Tensor | None, opened: Tensor | None = None) -> list[_Check]:
     """Every rule as a mask, in the order the errors are reported within an instance
     (non-finite values first, so later comparisons never see NaN)."""
     b = pos.size(0)
@@ -146,20 +165,34 @@ def _value_checks(prob: Problem, pos: Tensor, f: dict[str, Tensor],
             t = f[key]
             checks.append(_Check(t < 0, True, lambda g, v, t=t, what=what:
                                  f"negative {what} {t[g, v].item()}"))
+    matrix = f.get("cost_matrix")
+    if matrix is not None:
+        negative = (matrix < 0) & ~torch.eye(matrix.size(-1), dtype=torch.bool,
+                                             device=matrix.device)
+        checks.append(_Check(negative.any(-1), True, lambda g, v: (
+            f"`cost_matrix` has a negative cost "
+            f"{matrix[g, v, int(torch.nonzero(negative[g, v])[0])].item()} on the arc {v} -> "
+            f"{int(torch.nonzero(negative[g, v])[0])}")))
     if "time_window" in f and "service_time" in f:
-        checks.append(_servable_check(pos, f["time_window"], f["service_time"]))
+        checks.append(_servable_check(pos, f["time_window"], f["service_time"], matrix,
+                                      opened))
     if pairs is not None and demand is not None:
         checks.append(_pair_demand_check(demand, pairs))
     return checks
 
 
-def _servable_check(pos: Tensor, tw: Tensor, st: Tensor) -> _Check:
+def _servable_check(pos: Tensor, tw: Tensor, st: Tensor, matrix: Tensor | None = None,
+                    opened: Tensor | None = None) -> _Check:
     """Every customer can be served by the direct trip ``0 -> c -> 0`` (the rule of
-    :func:`~pyg_routing.data.feasibility.unservable_alone`, Euclidean distances in
-    float64)."""
-    p = pos.to(torch.float64)
-    dx, dy = p[:, :1, 0] - p[..., 0], p[:, :1, 1] - p[..., 1]
-    late, back_late, arrive, back = unservable_alone(torch.sqrt(dx * dx + dy * dy), tw, st)
+    :func:`~pyg_routing.data.feasibility.unservable_alone`; Euclidean distances in
+    float64, or the cost matrix's row and column of the depot)."""
+    if matrix is None:
+        p = pos.to(torch.float64)
+        dx, dy = p[:, :1, 0] - p[..., 0], p[:, :1, 1] - p[..., 1]
+        d0, d_back = torch.sqrt(dx * dx + dy * dy), None
+    else:
+        d0, d_back = matrix[:, 0, :], matrix[:, :, 0]
+    late, back_late, arrive, back = unservable_alone(d0, tw, st, d_back, opened)
     return _Check(late | back_late, True, lambda g, v: describe_unservable(
         bool(late[g, v]), float(arrive[g, v]), float(back[g, v]), float(tw[g, v, 1]),
         float(tw[g, 0, 1])))
@@ -195,7 +228,8 @@ def check_instances(inst: DenseInstances) -> None:
     if not pos.is_floating_point():
         raise InvalidInstanceError(f"`pos` must be a floating-point tensor, got {pos.dtype}")
     fields = _fields(inst, prob, pos)
-    checks = _value_checks(prob, pos, fields, _pairs(inst, n, pos.device))
+    checks = _value_checks(prob, pos, fields, _pairs(inst, n, pos.device),
+                           getattr(inst, "open_routes", None))
     failed = torch.stack([c.mask.any(1) for c in checks])          # [checks, B]
     bad = failed.any(0)
     if not bool(bad.any()):

@@ -49,7 +49,8 @@ def capacity_limit(capacity: Tensor) -> Tensor:
     return capacity.to(torch.float64) * (1 + CAPACITY_RTOL)
 
 
-def unservable_alone(d0: Tensor, time_window: Tensor, service_time: Tensor
+def unservable_alone(d0: Tensor, time_window: Tensor, service_time: Tensor,
+                     d_back: Tensor | None = None, open_routes: Tensor | None = None
                      ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Customers that even the direct trip ``0 -> c -> 0`` cannot serve in time.
 
@@ -57,12 +58,15 @@ def unservable_alone(d0: Tensor, time_window: Tensor, service_time: Tensor
     ``e_0 + s_0``, arrives at ``c`` at ``a_c = e_0 + s_0 + d(0, c)`` (late when
     ``a_c > l_c + tol``), starts service at ``max(a_c, e_c)`` and is back at
     ``r_c = max(a_c, e_c) + s_c + d(c, 0)`` (late when ``r_c > l_0 + tol``), with
-    ``tol`` = :func:`time_tolerance` of the instance. Distances are symmetric, so
-    ``d0`` serves both ways.
+    ``tol`` = :func:`time_tolerance` of the instance.
 
     Args:
-        d0: ``[B, N]`` distance from the depot to each node (column 0 ignored).
+        d0: ``[B, N]`` travel time from the depot to each node (column 0 ignored).
         time_window: ``[B, N, 2]``; service_time: ``[B, N]``.
+        d_back: ``[B, N]`` travel time from each node back to the depot (an
+            asymmetric cost matrix); ``None``: ``d0`` serves both ways.
+        open_routes: ``[B]`` bool; where True the vehicle does not return, so
+            ``back_late`` is False.
 
     Returns:
         ``(late, back_late, arrive, back)``, each ``[B, N]`` (float64 times); the
@@ -72,11 +76,13 @@ def unservable_alone(d0: Tensor, time_window: Tensor, service_time: Tensor
     st = service_time.to(torch.float64)
     tol = time_tolerance(tw.abs().amax(dim=(1, 2))).unsqueeze(1)          # [B, 1]
     arrive = (tw[:, :1, 0] + st[:, :1]) + d0.to(torch.float64)
-    back = torch.maximum(arrive, tw[..., 0]) + st + d0.to(torch.float64)
+    back = torch.maximum(arrive, tw[..., 0]) + st + (d0 if d_back is None else d_back).to(
+        torch.float64)
     customer = torch.ones_like(st, dtype=torch.bool)
     customer[:, 0] = False
     late = (arrive > tw[..., 1] + tol) & customer
-    back_late = (back > tw[:, :1, 1] + tol) & customer
+    returns = customer if open_routes is None else customer & ~open_routes.view(-1, 1)
+    back_late = (back > tw[:, :1, 1] + tol) & returns
     return late, back_late, arrive, back
 
 
@@ -104,13 +110,20 @@ def check_servable_alone(data) -> None:
     raw = "raw_pos" in data
     pos = data.raw_pos if raw else data.pos
     n = pos.size(0)
-    src = torch.zeros(n, dtype=torch.long, device=pos.device)
-    dst = torch.arange(n, device=pos.device)
-    d0 = arc_lengths(pos.to(torch.float64), src, dst,
-                     data.rounding.reshape(-1)[:1].expand(n) if raw else None)
+    depot = torch.zeros(n, dtype=torch.long, device=pos.device)
+    nodes = torch.arange(n, device=pos.device)
+    if "travel_cost" in data:
+        flat = data.raw_travel_cost if "raw_travel_cost" in data else data.travel_cost
+        d0, d_back = flat[:n], flat.view(n, n)[:, 0]
+    else:
+        d0 = arc_lengths(pos.to(torch.float64), depot, nodes,
+                         data.rounding.reshape(-1)[:1].expand(n) if raw else None)
+        d_back = None
     tw = data.raw_time_window if "raw_time_window" in data else data.time_window
     st = data.raw_service_time if "raw_time_window" in data else data.service_time
-    late, back_late, arrive, back = unservable_alone(d0[None], tw[None], st[None])
+    opened = data.open_routes.reshape(1) if "open_routes" in data else None
+    late, back_late, arrive, back = unservable_alone(
+        d0[None], tw[None], st[None], None if d_back is None else d_back[None], opened)
     bad = (late | back_late)[0]
     if not bool(bad.any()):
         return
@@ -169,6 +182,8 @@ def _masks(data, allow_zero_length: bool) -> list[tuple[str, Tensor, Tensor]]:
         late = (start > tw[:, 1].to(torch.float64) + tol) & (rid >= 0)
         out.append(("window", late, graph))
         closing = ~depot[src] & depot[dst]
+        if "open_routes" in data:       # an open route never returns: no deadline
+            closing = closing & ~data.open_routes.reshape(-1)[graph[dst]]
         back = (start[src] + st[src].to(torch.float64) + length.to(torch.float64)
                 > tw[dst, 1].to(torch.float64) + tol[dst]) & closing
         ret = torch.zeros(n, dtype=torch.bool, device=depot.device)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import Tensor
 
+from pyg_routing.data.costs import dense_costs
 from pyg_routing.data.dense_validation import check_instances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
@@ -25,6 +26,10 @@ class RoutingInstances:
         prize: ``[B, N]`` (PCVRP).
         pickup_delivery_index: ``[2, P]`` local node ids, shared by all instances
             (PDTSP: pickup ``r`` pairs with delivery ``r + P``).
+        cost_matrix: ``[B, N, N]`` explicit, possibly asymmetric travel costs
+            (``None``: Euclidean distances of ``pos``); see :mod:`.costs`.
+        open_routes: ``[B]`` bool, vehicles end at their last customer (CVRP,
+            VRPTW; ``None``: all routes closed).
     """
 
     problem: Problem
@@ -35,6 +40,8 @@ class RoutingInstances:
     service_time: Tensor | None = None
     prize: Tensor | None = None
     pickup_delivery_index: Tensor | None = None
+    cost_matrix: Tensor | None = None
+    open_routes: Tensor | None = None
 
     def check(self) -> None:
         """Validate the whole batch with tensor ops (no loop over instances).
@@ -94,8 +101,15 @@ class RoutingInstances:
                 time_window=None if self.time_window is None else self.time_window[index],
                 service_time=None if self.service_time is None else self.service_time[index],
                 prize=None if self.prize is None else self.prize[index],
-                pickup_delivery_index=self.pickup_delivery_index)
+                pickup_delivery_index=self.pickup_delivery_index,
+                cost_matrix=None if self.cost_matrix is None else self.cost_matrix[index],
+                open_routes=self.open_routes is not None and bool(self.open_routes[index]))
         return replace(self, **{k: v[index] for k, v in self._tensor_fields().items()})
+
+    def costs(self) -> Tensor:
+        """``[B, N, N]`` travel costs by the rule of :mod:`.costs`: ``cost_matrix``
+        or Euclidean distances, zero into the depot with open routes."""
+        return dense_costs(self.pos, self.cost_matrix, self.open_routes)
 
     def to_data_list(self) -> list[RoutingData]:
         return [self[i] for i in range(len(self))]

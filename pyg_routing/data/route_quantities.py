@@ -97,7 +97,7 @@ def pointer_jump(parent: Tensor, values: Sequence[Tensor],
 
 def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
                      batch: Tensor | None = None, num_graphs: int | None = None, *,
-                     validate: bool = True) -> RouteQuantities:
+                     validate: bool = True, arc_cost: Tensor | None = None) -> RouteQuantities:
     """Route quantities from route arcs.
 
     Args:
@@ -111,6 +111,9 @@ def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
         batch: ``[N]`` graph index of each node; the first node of each graph is
             the depot its angles are measured from.
         num_graphs: number of graphs (inferred from ``batch`` when omitted).
+        arc_cost: ``[E]`` travel cost of each arc (explicit cost matrices, open
+            routes: :mod:`~pyg_routing.data.costs`); ``None``: Euclidean lengths.
+            ``cum_dist`` and ``route_length`` accumulate these costs.
 
     When the arcs already come route by route (tours, ``RoutingData``), distances
     are segment cumsums over the arcs. Otherwise the visit order is recovered
@@ -135,8 +138,10 @@ def route_quantities(pos: Tensor, edge_index: Tensor, depot_mask: Tensor,
         order = _route_order(src, dst, from_depot, to_depot, n)
         src, dst, from_depot, to_depot = src[order], dst[order], from_depot[order], \
             to_depot[order]
+        if arc_cost is not None:
+            arc_cost = arc_cost[order]
     route_id, route_pos, cum_dist, route_length, opening = _ordered_quantities(
-        pos, src, dst, from_depot, to_depot, depot_mask)
+        pos, src, dst, from_depot, to_depot, depot_mask, arc_cost)
 
     if batch is None:
         num_routes = opening.sum().reshape(1)
@@ -164,12 +169,13 @@ def _in_route_order(src: Tensor, dst: Tensor, to_depot: Tensor) -> bool:
 
 
 def _ordered_quantities(pos: Tensor, src: Tensor, dst: Tensor, from_depot: Tensor,
-                        to_depot: Tensor, depot_mask: Tensor
+                        to_depot: Tensor, depot_mask: Tensor, arc_cost: Tensor | None = None
                         ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """Quantities from arcs listed route by route: segment cumsums, no gathers
     along chains. Accumulates in float64 so long batches keep float32 accuracy."""
     n, device = pos.size(0), pos.device
-    arc_len = (_take(pos, dst) - _take(pos, src)).norm(dim=-1)
+    arc_len = (_take(pos, dst) - _take(pos, src)).norm(dim=-1) if arc_cost is None \
+        else arc_cost.to(pos.dtype)
     opening = from_depot & ~to_depot
     closing = ~from_depot & to_depot
     arange = torch.arange(src.numel(), device=device)
@@ -282,15 +288,17 @@ def edge_index_from_successors(succ: Tensor) -> Tensor:
     return torch.stack([src.reshape(-1), (succ + offset).reshape(-1)])
 
 
-def dense_route_quantities(pos: Tensor, tours: Tensor,
-                           depot_angle: Tensor | None = None) -> RouteQuantities:
+def dense_route_quantities(pos: Tensor, tours: Tensor, depot_angle: Tensor | None = None,
+                           costs: Tensor | None = None) -> RouteQuantities:
     """Route quantities for a dense batch: ``pos [B, N, 2]`` and giant ``tours [B, L]``
     (``0`` separates routes; leading, trailing and repeated zeros are padding).
 
     Works on the ``[B, L]`` tour layout directly: per-row cumsums (float32 is exact
     enough within one instance) and one scatter back to node order, with no edge
     list and no sort. Pass the instances' ``depot_angle [B, N]`` (it never changes
-    during a search) to skip recomputing it.
+    during a search) to skip recomputing it. Pass ``costs [B, N, N]``
+    (:func:`~pyg_routing.data.costs.dense_costs`: explicit matrices, open routes) to
+    accumulate travel costs instead of Euclidean lengths.
 
     Returns flat ``[B * N]`` tensors (reshape with ``.view(B, N)``); route ids are
     unique over the batch, numbered instance by instance in tour order.
@@ -307,8 +315,12 @@ def dense_route_quantities(pos: Tensor, tours: Tensor,
     offset = torch.arange(b, device=device).unsqueeze(1) * n
     flat = closed + offset
     xy = _take(pos.reshape(b * n, 2), flat.reshape(-1)).view(b, t, 2)
-    step = xy - xy.roll(1, dims=1)
-    seg = torch.hypot(step[..., 0], step[..., 1])                       # arc into slot j
+    if costs is None:
+        step = xy - xy.roll(1, dims=1)
+        seg = torch.hypot(step[..., 0], step[..., 1])                   # arc into slot j
+    else:
+        arc = (closed.roll(1, dims=1) + offset) * n + closed           # row-major entry
+        seg = costs.reshape(-1).index_select(0, arc.reshape(-1)).view(b, t).to(pos.dtype)
     seg[:, 0] = 0
     at = torch.cumsum(seg, 1)                                           # [B, T] dist at slot
     dep = closed == 0

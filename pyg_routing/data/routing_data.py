@@ -9,11 +9,15 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
+from pyg_routing.data.costs import checked_cost_matrix, lookup_costs, open_arc_mask
 from pyg_routing.data.evaluation import ROUNDING_CODES, arc_lengths, solution_cost
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import depot_angle, route_quantities
 from pyg_routing.data.validation import as_tensor, normalize_routes, validate_instance
 from pyg_routing.errors import InvalidInstanceError, NoSolutionError, where
+
+#: Problems with the open-route option (vehicles end at their last customer).
+OPEN_ROUTE_PROBLEMS = (Problem.CVRP, Problem.VRPTW)
 
 #: Fields that describe a solution (recomputed whenever the routes change).
 SOLUTION_KEYS = ("edge_index", "route_index", "num_routes", "route_pos", "cum_dist",
@@ -34,8 +38,17 @@ class RoutingData(Data):
       delivery problems: row 0 pickups, row 1 their deliveries).
     * ``depot_angle`` ``[N]``: θ = atan2(y - y0, x - x0), 0 at the depot.
     * ``problem`` (str), ``name`` (str, optional).
+    * ``travel_cost`` ``[N * N]`` (optional): an explicit, possibly asymmetric cost
+      matrix, row-major and flattened so batches of any sizes concatenate; read it
+      as :attr:`cost_matrix` ``[N, N]``. Costs, route quantities, feasibility and
+      the solvers use it in place of Euclidean distances (:mod:`.costs`).
+    * ``explicit_cost`` ``[1]`` bool (whether ``travel_cost`` is set) and
+      ``open_routes`` ``[1]`` bool (vehicles do not return: arcs into the depot cost
+      nothing and the depot's closing time does not bind the return). Both are on
+      every instance, so a batch that loses a matrix is caught (see below).
     * Benchmarks also keep ``raw_pos`` (float64, original units), ``scale`` and
-      ``rounding`` so :meth:`cost` reports the benchmark's own numbers.
+      ``rounding`` so :meth:`cost` reports the benchmark's own numbers (and
+      ``raw_travel_cost`` when they carry an explicit matrix).
 
     Solution fields (set by :meth:`from_routes`):
 
@@ -70,13 +83,21 @@ class RoutingData(Data):
                       pickup_delivery_index: Any = None, name: str | None = None,
                       raw_pos: Any = None, raw_time_window: Any = None,
                       raw_service_time: Any = None, scale: float = 1.0,
-                      rounding: str = "none") -> RoutingData:
+                      rounding: str = "none", cost_matrix: Any = None,
+                      raw_cost_matrix: Any = None, open_routes: bool = False
+                      ) -> RoutingData:
         """Validate and copy an instance (nothing the caller passed is kept or mutated).
+
+        ``cost_matrix`` ``[N, N]`` gives explicit travel costs in ``pos``'s units
+        (``raw_cost_matrix``: in the original units, with ``raw_pos``; its diagonal
+        is ignored). ``open_routes=True`` (CVRP, VRPTW): vehicles end at their last
+        customer.
 
         Raises:
             InvalidInstanceError: NaN/inf values, wrong shapes, negative demand,
                 capacity or service time, a demand above capacity, a window that
-                opens after it closes, malformed pickup/delivery pairs.
+                opens after it closes, malformed pickup/delivery pairs, a negative
+                or non-finite cost, open routes on a problem without them.
         """
         prob = Problem.parse(problem)
         label = name
@@ -97,12 +118,21 @@ class RoutingData(Data):
                           fields["time_window"], fields["service_time"], fields["prize"],
                           fields["pickup_delivery_index"], label)
         n, dev = fields["pos"].size(0), fields["pos"].device
+        if open_routes and prob not in OPEN_ROUTE_PROBLEMS:
+            raise InvalidInstanceError(
+                f"{where(label)}open routes are an option of "
+                f"{', '.join(p.value for p in OPEN_ROUTE_PROBLEMS)}, not {prob.value!r}")
+        if cost_matrix is not None:
+            matrix = as_tensor(cost_matrix, "cost_matrix", fields["pos"].dtype, label)
+            fields["travel_cost"] = checked_cost_matrix(matrix, n, label).reshape(-1)
         depot = torch.zeros(n, dtype=torch.bool, device=dev)
         depot[0] = True
         data = cls(**{k: v for k, v in fields.items() if v is not None})
         data.depot_angle = depot_angle(data.pos, torch.zeros(n, dtype=torch.long, device=dev),
                                        depot)
         data.problem = prob.value
+        data.explicit_cost = torch.tensor([cost_matrix is not None], device=dev)
+        data.open_routes = torch.tensor([bool(open_routes)], device=dev)
         if name is not None:
             data.name = str(name)
         if raw_pos is not None:
@@ -117,6 +147,12 @@ class RoutingData(Data):
                                                  torch.float64, label)
                 data.raw_service_time = as_tensor(raw_service_time, "raw_service_time",
                                                   torch.float64, label)
+        if raw_cost_matrix is not None:
+            if cost_matrix is None:
+                raise InvalidInstanceError(f"{where(label)}`raw_cost_matrix` needs "
+                                           f"`cost_matrix` (the same costs in pos's units)")
+            raw = as_tensor(raw_cost_matrix, "raw_cost_matrix", torch.float64, label)
+            data.raw_travel_cost = checked_cost_matrix(raw, n, label).reshape(-1)
         data.scale = torch.tensor([float(scale)], dtype=torch.float64, device=dev)
         data.rounding = torch.tensor([ROUNDING_CODES[rounding]], device=dev)
         return data
@@ -156,8 +192,9 @@ class RoutingData(Data):
 
     def _set_route_quantities(self) -> None:
         """(Re)compute the solution fields from ``edge_index``."""
+        costs = self._arc_costs(raw=False)
         rq = route_quantities(self.pos, self.edge_index, self.depot_mask,
-                              getattr(self, "batch", None), self.num_graphs)
+                              getattr(self, "batch", None), self.num_graphs, arc_cost=costs)
         visited = rq.route_id >= 0
         nodes = torch.nonzero(visited).flatten()
         self.route_index = torch.stack([nodes, rq.route_id[nodes]])
@@ -174,6 +211,21 @@ class RoutingData(Data):
         ptr = getattr(self, "ptr", None)
         mask[ptr[:-1] if ptr is not None else 0] = True
         return mask
+
+    @property
+    def cost_matrix(self) -> Tensor:
+        """``[N, N]`` travel costs of one instance (:mod:`.costs`): the explicit
+        matrix when it has one, else the Euclidean distances; zero into the depot
+        with open routes. In ``pos``'s units."""
+        if isinstance(self, Batch):
+            raise TypeError("cost_matrix is per instance: index the batch first "
+                            "(batch[i].cost_matrix)")
+        from pyg_routing.data.costs import dense_costs
+
+        flat = self.travel_cost if "travel_cost" in self else None
+        n = self.num_nodes
+        return dense_costs(self.pos[None], None if flat is None else flat.view(1, n, n),
+                           self.open_routes.reshape(1) if "open_routes" in self else None)[0]
 
     @property
     def has_solution(self) -> bool:
@@ -216,6 +268,13 @@ class RoutingData(Data):
         problems = self.problem
         if not isinstance(problems, list):
             return
+        if "explicit_cost" in self and bool(self.explicit_cost.any()) \
+                and "travel_cost" not in self:
+            first = int(torch.nonzero(self.explicit_cost)[0])
+            raise InvalidInstanceError(
+                f"{self._label(first)}its cost matrix was lost in batching (PyG keeps only "
+                f"the fields of the first instance, which has none): batch instances with "
+                f"explicit costs apart from those without")
         kinds = [Problem.parse(p) for p in dict.fromkeys(problems)]
         lost = [key for key in dict.fromkeys(f for p in kinds for f in p.instance_fields)
                 if key not in self]
@@ -260,11 +319,36 @@ class RoutingData(Data):
         original units with the benchmark's rounding)."""
         self._require_solution()
         self._check_batch_fields()
+        costs = self._arc_costs(raw=True)
+        if costs is not None:
+            return costs
         src, dst = self.edge_index
         if "raw_pos" in self:
             return arc_lengths(self.raw_pos, src, dst,
                                self.rounding[self._graph_of_node()[src]])
         return arc_lengths(self.pos, src, dst)
+
+    def _arc_costs(self, raw: bool) -> Tensor | None:
+        """``[E]`` costs of the route arcs by the rule of :mod:`.costs` when the
+        instance has an explicit matrix or open routes; ``None`` for the plain
+        Euclidean case (whose callers keep their own arithmetic, bit for bit).
+        ``raw``: in original units (benchmarks), else in ``pos``'s units."""
+        explicit = "travel_cost" in self
+        src, dst = self.edge_index
+        batch = getattr(self, "batch", None)
+        opened = open_arc_mask(dst, self.depot_mask, getattr(self, "open_routes", None),
+                               batch)
+        if not explicit and opened is None:
+            return None
+        if explicit:
+            flat = self.raw_travel_cost if raw and "raw_travel_cost" in self \
+                else self.travel_cost
+            costs = lookup_costs(flat, src, dst, batch, self.num_nodes)
+        elif raw and "raw_pos" in self:
+            costs = arc_lengths(self.raw_pos, src, dst, self.rounding[self._graph_of_node()[src]])
+        else:
+            costs = arc_lengths(self.pos, src, dst)
+        return costs if opened is None else costs.masked_fill(opened, 0.0)
 
     def cost(self) -> Tensor:
         """Objective value: a scalar tensor, or ``[num_graphs]`` for a ``Batch``.

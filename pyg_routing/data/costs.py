@@ -1,0 +1,129 @@
+"""Travel costs: the one rule every layer uses.
+
+The cost (and, with time windows, the travel time: speed 1) of the arc ``i -> j``
+of an instance is
+
+* ``M[i, j]`` when the instance carries an explicit cost matrix ``M`` (``[N, N]``,
+  possibly asymmetric; its diagonal is ignored: staying put costs nothing);
+* else the Euclidean distance between the coordinates (benchmarks: in original
+  units with the benchmark's rounding, :func:`~pyg_routing.data.evaluation.arc_lengths`);
+* and ``0`` for every arc into the depot of an instance with *open routes*: the
+  vehicle ends at its last customer, so the return neither costs nor takes time.
+
+A :class:`~pyg_routing.data.routing_data.RoutingData` keeps its matrix row-major and
+flattened (``travel_cost`` ``[N * N]``) so that PyG batches instances of any sizes by
+concatenation; :func:`arc_costs` looks arcs up in it with no loop over graphs. A dense
+batch (:class:`~pyg_routing.data.instances.RoutingInstances`) keeps ``cost_matrix``
+``[B, N, N]``; :func:`dense_costs` gives every batch's full matrix by the same rule.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pyg_routing.errors import InvalidInstanceError, where
+
+
+def euclidean_matrix(pos: Tensor) -> Tensor:
+    """``[..., N, N]`` Euclidean distances of ``pos [..., N, 2]``, elementwise with
+    ``hypot`` so that a batch gives bit-identical values to its instances one by one
+    (``torch.cdist`` does not)."""
+    x, y = pos[..., 0], pos[..., 1]
+    return torch.hypot(x.unsqueeze(-1) - x.unsqueeze(-2), y.unsqueeze(-1) - y.unsqueeze(-2))
+
+
+def checked_cost_matrix(matrix: Tensor, num_nodes: int, instance: str | int | None = None,
+                        *, batched: bool = False) -> Tensor:
+    """A validated copy of a cost matrix with its diagonal set to 0.
+
+    Args:
+        matrix: ``[N, N]`` (or ``[B, N, N]`` with ``batched``) travel costs.
+        num_nodes: ``N``, the instance's node count (depot included).
+        instance: the instance's name or index, for the messages.
+
+    Raises:
+        InvalidInstanceError: wrong shape, a non-finite or negative entry (naming
+            the instance and the arc).
+    """
+    lead = (matrix.size(0),) if batched and matrix.dim() == 3 else ()
+    want = (*lead, num_nodes, num_nodes)
+    if tuple(matrix.shape) != want:
+        shape = "[B, N, N]" if batched else "[N, N]"
+        raise InvalidInstanceError(
+            f"{where(instance)}`cost_matrix` must have shape {shape} = {want} (one row and "
+            f"column per node, depot first), got {tuple(matrix.shape)}")
+    if not matrix.is_floating_point():
+        matrix = matrix.to(torch.get_default_dtype())
+    out = matrix.clone()
+    out.diagonal(dim1=-2, dim2=-1).zero_()
+    for bad, what in ((~torch.isfinite(out), "a non-finite"), (out < 0, "a negative")):
+        if bool(bad.any()):
+            idx = torch.nonzero(bad)[0].tolist()
+            graph = idx[0] if lead else instance
+            i, j = idx[-2:]
+            raise InvalidInstanceError(
+                f"{where(graph, node=i)}`cost_matrix` has {what} cost "
+                f"{out[tuple(idx)].item()} on the arc {i} -> {j}")
+    return out
+
+
+def close_open_routes(costs: Tensor, open_routes: Tensor | None) -> Tensor:
+    """``costs [B, N, N]`` with the column of the depot zeroed in the instances whose
+    ``open_routes [B]`` is True (a new tensor when any is; ``costs`` itself otherwise)."""
+    if open_routes is None or not bool(open_routes.any()):
+        return costs
+    into_depot = torch.zeros_like(costs, dtype=torch.bool)
+    into_depot[..., 0] = open_routes.view(-1, 1)
+    return costs.masked_fill(into_depot, 0.0)
+
+
+def dense_costs(pos: Tensor, cost_matrix: Tensor | None = None,
+                open_routes: Tensor | None = None) -> Tensor:
+    """``[B, N, N]`` travel costs of a dense batch by the rule of this module:
+    ``cost_matrix`` when given, else Euclidean distances of ``pos [B, N, 2]``;
+    arcs into the depot cost 0 where ``open_routes [B]`` is True."""
+    if cost_matrix is None:
+        costs = euclidean_matrix(pos)
+    else:
+        n = cost_matrix.size(-1)
+        eye = torch.eye(n, dtype=torch.bool, device=cost_matrix.device)
+        costs = cost_matrix.masked_fill(eye, 0.0)               # the diagonal is ignored
+    return close_open_routes(costs, open_routes)
+
+
+def flat_matrix_index(src: Tensor, dst: Tensor, batch: Tensor | None,
+                      num_nodes: int) -> Tensor:
+    """Index of each arc ``src -> dst`` (global node ids of a flat batch) in the
+    concatenation of the graphs' flattened row-major matrices.
+
+    ``batch`` is ``[num_nodes]`` graph index of each node (``None``: one graph).
+    """
+    if batch is None:
+        return src * num_nodes + dst
+    counts = torch.bincount(batch)
+    first = torch.cumsum(counts, 0) - counts                  # first node of each graph
+    square = counts * counts
+    base = torch.cumsum(square, 0) - square                   # first entry of each matrix
+    g = batch.index_select(0, src)
+    local_src = src - first.index_select(0, g)
+    local_dst = dst - first.index_select(0, g)
+    return base.index_select(0, g) + local_src * counts.index_select(0, g) + local_dst
+
+
+def open_arc_mask(dst: Tensor, depot_mask: Tensor, open_routes: Tensor | None,
+                  batch: Tensor | None) -> Tensor | None:
+    """``[E]`` True for arcs into the depot of an open-route instance (``None`` when
+    no instance has open routes)."""
+    if open_routes is None or not bool(open_routes.any()):
+        return None
+    into_depot = depot_mask.index_select(0, dst)
+    if batch is None:
+        return into_depot & open_routes.reshape(-1)[0]
+    return into_depot & open_routes.reshape(-1).index_select(0, batch.index_select(0, dst))
+
+
+def lookup_costs(flat_matrix: Tensor, src: Tensor, dst: Tensor, batch: Tensor | None,
+                 num_nodes: int) -> Tensor:
+    """``[E]`` entries of the flattened matrices for the arcs ``src -> dst``."""
+    return flat_matrix.index_select(0, flat_matrix_index(src, dst, batch, num_nodes))
