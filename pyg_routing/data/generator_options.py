@@ -8,8 +8,11 @@ generator module has to import the other.
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -53,4 +56,21 @@ def batch_count(value: object, name: str = "batch_size") -> int:
     return int(value)
 
 
-__all__ = ["batch_count", "count_option", "number_option"]
+def make_with_options(factory: Callable[..., Any], num_customers: int, seed: int | None,
+                      options: dict[str, Any], owner: str) -> Any:
+    """``factory(num_customers, seed=seed, **options)``, refusing an option the factory
+    does not take with :class:`InvalidInstanceError` naming it and the accepted ones
+    (``owner`` says whose options they are, e.g. ``"preset 'nds', problem 'cvrp'"``)."""
+    params = inspect.signature(factory).parameters
+    accepted = [k for k, p in params.items() if k not in ("self", "num_customers", "seed")
+                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    unknown = [] if takes_any else [k for k in options if k not in accepted]
+    if unknown:
+        raise InvalidInstanceError(
+            f"{owner} has no generator option {unknown[0]!r}; its options: "
+            f"{', '.join(accepted) or 'none'}")
+    return factory(num_customers, seed=seed, **options)
+
+
+__all__ = ["batch_count", "count_option", "make_with_options", "number_option"]

@@ -10,6 +10,7 @@ from here (``from pyg_routing.data.generators import CVRPGenerator``).
 
 from __future__ import annotations
 
+from pyg_routing.data.generator_options import make_with_options
 from pyg_routing.data.paper_generators import (
     DISTRIBUTIONS,
     GENERATORS,
@@ -50,7 +51,8 @@ def make_generator(problem: str | Problem, num_customers: int, seed: int | None 
     if prob not in GENERATORS:
         raise InvalidInstanceError(f"no generator for {prob.value!r}; generators exist for "
                                    f"{', '.join(p.value for p in GENERATORS)}")
-    return GENERATORS[prob](num_customers, seed=seed, **kwargs)
+    return make_with_options(GENERATORS[prob], num_customers, seed, kwargs,
+                             f"problem {prob.value!r}")
 
 
 __all__ = ["DISTRIBUTIONS", "GENERATORS", "PROBLEMS", "CVRPGenerator", "PCVRPGenerator",

@@ -13,6 +13,12 @@ import math
 import torch
 from torch import Tensor
 
+from pyg_routing.data.cost_models import (
+    DEFAULT_GRID,
+    DEFAULT_ONE_WAY,
+    check_cost_model,
+    sample_costs,
+)
 from pyg_routing.data.generator_options import batch_count, count_option, number_option
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem, capacity_for
@@ -22,18 +28,29 @@ DISTRIBUTIONS = ("uniform", "clustered")
 
 
 class _Generator:
-    """Shared seeding and location sampling."""
+    """Shared seeding, location sampling and cost model.
+
+    ``costs`` picks the cost model (:mod:`~pyg_routing.data.cost_models`):
+    ``euclidean`` (the paper's, no matrix) or ``streets`` (asymmetric: a ``grid`` x
+    ``grid`` city whose inner streets are one-way with probability ``one_way``); its
+    streets are drawn after the layout and demands, so those of a seed do not
+    depend on the cost model.
+    """
 
     problem: Problem
 
     def __init__(self, num_customers: int, seed: int | None = None,
-                 distribution: str = "uniform", device: torch.device | str = "cpu") -> None:
+                 distribution: str = "uniform", device: torch.device | str = "cpu", *,
+                 costs: str = "euclidean", grid: int = DEFAULT_GRID,
+                 one_way: float = DEFAULT_ONE_WAY) -> None:
         num_customers = count_option(num_customers, "num_customers")
         if num_customers < 1:
             raise InvalidInstanceError(f"num_customers must be >= 1, got {num_customers}")
         if distribution not in DISTRIBUTIONS:
             raise InvalidInstanceError(f"unknown distribution {distribution!r}; "
                                        f"choose from {DISTRIBUTIONS}")
+        self.grid, self.one_way = check_cost_model(costs, grid, one_way)
+        self.costs = costs
         self.num_customers = int(num_customers)
         self.distribution = distribution
         self.device = torch.device(device)
@@ -109,12 +126,20 @@ class _Generator:
                           device=self.device).float()
         return torch.cat([d.new_zeros(batch_size, 1), d], dim=1)
 
+    def _cost_matrix(self, pos: Tensor) -> Tensor | None:
+        """``[B, N, N]`` travel costs of the cost model (``None``: Euclidean)."""
+        return sample_costs(self.costs, self.grid, self.one_way, pos, self.rng)
+
     def sample(self, batch_size: int) -> RoutingInstances:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def __repr__(self) -> str:
+        extra = "" if self.costs == "euclidean" else \
+            f", costs={self.costs!r}, grid={self.grid}, one_way={self.one_way:g}"
+        if getattr(self, "open_routes", False):
+            extra += ", open_routes=True"
         return (f"{type(self).__name__}(num_customers={self.num_customers}, seed={self.seed}, "
-                f"distribution={self.distribution!r})")
+                f"distribution={self.distribution!r}{extra})")
 
 
 class TSPGenerator(_Generator):
@@ -132,8 +157,8 @@ class TSPGenerator(_Generator):
         if self.num_customers < 2:
             raise InvalidInstanceError("a TSP needs at least 2 cities")
         # Node 0 plays the depot, so N cities are one depot and N - 1 customers.
-        return RoutingInstances(self.problem,
-                                self._locations(batch_size, self.num_customers - 1))
+        pos = self._locations(batch_size, self.num_customers - 1)
+        return RoutingInstances(self.problem, pos, cost_matrix=self._cost_matrix(pos))
 
 
 class CVRPGenerator(_Generator):
@@ -143,8 +168,15 @@ class CVRPGenerator(_Generator):
 
     def __init__(self, num_customers: int, seed: int | None = None,
                  distribution: str = "uniform", capacity: float | None = None,
-                 device: torch.device | str = "cpu") -> None:
-        super().__init__(num_customers, seed, distribution, device)
+                 device: torch.device | str = "cpu", *, costs: str = "euclidean",
+                 grid: int = DEFAULT_GRID, one_way: float = DEFAULT_ONE_WAY,
+                 open_routes: bool = False) -> None:
+        super().__init__(num_customers, seed, distribution, device, costs=costs, grid=grid,
+                         one_way=one_way)
+        if not isinstance(open_routes, bool):
+            raise InvalidInstanceError(f"open_routes must be True or False, got "
+                                       f"{open_routes!r}")
+        self.open_routes = open_routes
         self.capacity = (number_option(capacity, "capacity") if capacity is not None
                          else float(capacity_for(self.num_customers)))
         if self.capacity < 9:
@@ -156,7 +188,15 @@ class CVRPGenerator(_Generator):
         pos = self._locations(batch_size)
         demand = self._demands(batch_size)
         cap = torch.full((batch_size,), self.capacity, device=self.device)
-        return RoutingInstances(self.problem, pos, demand=demand, capacity=cap)
+        return RoutingInstances(self.problem, pos, demand=demand, capacity=cap,
+                                cost_matrix=self._cost_matrix(pos),
+                                open_routes=self._open(batch_size))
+
+    def _open(self, batch_size: int) -> Tensor | None:
+        """``[B]`` open-route flags (``None`` for closed routes, the paper's)."""
+        if not self.open_routes:
+            return None
+        return torch.ones(batch_size, dtype=torch.bool, device=self.device)
 
 
 class VRPTWGenerator(CVRPGenerator):
@@ -175,11 +215,15 @@ class VRPTWGenerator(CVRPGenerator):
         batch_size = batch_count(batch_size)
         base = super().sample(batch_size)
         b, n = batch_size, self.num_customers
-        d0 = (base.pos[:, 1:] - base.pos[:, :1]).norm(dim=-1)                # [B, n]
+        if base.cost_matrix is None:
+            d0 = (base.pos[:, 1:] - base.pos[:, :1]).norm(dim=-1)            # [B, n]
+            back = d0
+        else:                        # travel times are the costs, out and back differ
+            d0, back = base.cost_matrix[:, 0, 1:], base.cost_matrix[:, 1:, 0]
         service = 0.15 + 0.03 * self._rand(b, n)
         width = 0.18 + 0.02 * self._rand(b, n)
-        horizon = (2 * d0 + service + width).amax(dim=1, keepdim=True)       # [B, 1]
-        latest = horizon - d0 - service - width
+        horizon = (d0 + back + service + width).amax(dim=1, keepdim=True)   # [B, 1]
+        latest = horizon - back - service - width
         start = d0 + (latest - d0).clamp(min=0) * self._rand(b, n)
         tw = torch.stack([start, start + width], dim=-1)
         depot_tw = torch.cat([torch.zeros_like(horizon), horizon], dim=-1)[:, None]
@@ -187,7 +231,8 @@ class VRPTWGenerator(CVRPGenerator):
         service_time = torch.cat([service.new_zeros(b, 1), service], dim=1)
         return RoutingInstances(self.problem, base.pos, demand=base.demand,
                                 capacity=base.capacity, time_window=time_window,
-                                service_time=service_time)
+                                service_time=service_time, cost_matrix=base.cost_matrix,
+                                open_routes=base.open_routes)
 
 
 class PCVRPGenerator(CVRPGenerator):
@@ -256,12 +301,15 @@ class PDTSPGenerator(_Generator):
     problem = Problem.PDTSP
 
     def __init__(self, num_customers: int, seed: int | None = None,
-                 distribution: str = "uniform", device: torch.device | str = "cpu") -> None:
+                 distribution: str = "uniform", device: torch.device | str = "cpu", *,
+                 costs: str = "euclidean", grid: int = DEFAULT_GRID,
+                 one_way: float = DEFAULT_ONE_WAY) -> None:
         num_customers = count_option(num_customers, "num_customers")
         if num_customers % 2 or num_customers < 2:
             raise InvalidInstanceError(f"PDTSP needs an even number of customers (pairs), "
                                        f"got {num_customers}")
-        super().__init__(num_customers, seed, distribution, device)
+        super().__init__(num_customers, seed, distribution, device, costs=costs, grid=grid,
+                         one_way=one_way)
 
     def sample(self, batch_size: int) -> RoutingInstances:
         batch_size = batch_count(batch_size)
@@ -269,7 +317,8 @@ class PDTSPGenerator(_Generator):
         p = self.num_customers // 2
         pickups = torch.arange(1, p + 1, device=self.device)
         pairs = torch.stack([pickups, pickups + p])
-        return RoutingInstances(self.problem, pos, pickup_delivery_index=pairs)
+        return RoutingInstances(self.problem, pos, pickup_delivery_index=pairs,
+                                cost_matrix=self._cost_matrix(pos))
 
 
 GENERATORS: dict[Problem, type[_Generator]] = {

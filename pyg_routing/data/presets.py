@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from pyg_routing.data.generator_options import make_with_options
 from pyg_routing.data.nds_generators import (
     NDSCVRPGenerator,
     NDSPCVRPGenerator,
@@ -82,7 +83,8 @@ class Preset:
             raise InvalidInstanceError(
                 f"preset {self.name!r} fixes the customer layout; `distribution` applies "
                 f"to preset 'paper' only (for clustered NDS data use 'nds_clustered')")
-        return self.generators[prob](num_customers, seed=seed, **kwargs)
+        return make_with_options(self.generators[prob], num_customers, seed, kwargs,
+                                 f"problem {prob.value!r} of preset {self.name!r}")
 
 
 PRESETS: dict[str, Preset] = {

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from pyg_routing.data.costs import euclidean_matrix
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError
@@ -44,11 +45,18 @@ def _dist_from(pos: Tensor, cur: Tensor) -> Tensor:
     return (pos - _take(pos, cur).unsqueeze(1)).norm(dim=-1)
 
 
-def _dist_matrix(pos: Tensor) -> Tensor:
-    """``[B, N, N]`` symmetric Euclidean distances (elementwise, so a batch gives
-    bit-identical values to its instances one by one, unlike ``torch.cdist``)."""
-    x, y = pos[..., 0], pos[..., 1]
-    return torch.hypot(x.unsqueeze(2) - x.unsqueeze(1), y.unsqueeze(2) - y.unsqueeze(1))
+def _travel(instances: RoutingInstances) -> Tensor | None:
+    """``[B, N, N]`` travel costs when the instances have explicit matrices or open
+    routes (:meth:`RoutingInstances.costs`); ``None`` for plain Euclidean instances,
+    whose heuristics keep their own arithmetic (``norm`` per step) bit for bit."""
+    if instances.cost_matrix is None and instances.open_routes is None:
+        return None
+    return instances.costs()
+
+
+def _from(pos: Tensor, cur: Tensor, costs: Tensor | None) -> Tensor:
+    """``[B, N]`` travel cost from ``cur[b]`` to every node."""
+    return _dist_from(pos, cur) if costs is None else _take(costs, cur)
 
 
 def _take(t: Tensor, idx: Tensor) -> Tensor:
@@ -110,8 +118,11 @@ def nearest_neighbor(instances: RoutingInstances) -> Tensor:
     visited[:, 0] = True
     done = torch.zeros(b, dtype=torch.bool, device=device)
     cur = torch.zeros(b, dtype=torch.long, device=device)
-    # Returns to the depot arcs are measured as |pos[0] - pos[i]|: the same value.
-    d0 = _dist_from(pos, cur).to(f64)                                        # [B, N]
+    costs = _travel(instances)
+    # Return to the depot from each node (Euclidean: |pos[0] - pos[i]|, both ways).
+    d0 = (_dist_from(pos, cur) if costs is None else costs[:, :, 0]).to(f64)  # [B, N]
+    # Open routes never return: the depot's closing time does not bind.
+    returns = None if instances.open_routes is None else ~instances.open_routes
     inf = torch.tensor(float("inf"), dtype=pos.dtype, device=device)
 
     capacitated = prob.has_capacity and instances.demand is not None
@@ -136,14 +147,17 @@ def nearest_neighbor(instances: RoutingInstances) -> Tensor:
     steps = [cur]
     # <= N - 1 visits, <= N - 1 returns and one padding step that ends each row.
     for _ in range(2 * n + 1):
-        dcur = _dist_from(pos, cur)
+        dcur = _from(pos, cur, costs)
         admissible = ~visited & ~done.unsqueeze(1)
         if capacitated:
             admissible &= load.unsqueeze(1) + demand <= cap
         if timed:
             depart = time + st[rows, cur]
             arrival = torch.maximum(tw[..., 0], depart.unsqueeze(1) + dcur.to(f64))
-            admissible &= (arrival <= tw[..., 1]) & (arrival + st + d0 <= depot_close)
+            back_ok = arrival + st + d0 <= depot_close
+            if returns is not None:
+                back_ok |= ~returns.unsqueeze(1)
+            admissible &= (arrival <= tw[..., 1]) & back_ok
         if prob.has_prizes:
             detour = dcur.to(f64) + d0 - d0[rows, cur].unsqueeze(1)
             admissible &= prize > detour
@@ -217,10 +231,11 @@ def sweep(instances: RoutingInstances, order: str = "nearest") -> Tensor:
         rank = torch.zeros(b, n, dtype=pos.dtype, device=pos.device)
         rank.scatter_(1, by_angle, torch.arange(1, n, dtype=pos.dtype,
                                                 device=pos.device).expand(b, -1))
-    return _route_clusters(pos, cluster, rank)
+    return _route_clusters(pos, cluster, rank, _travel(instances))
 
 
-def _route_clusters(pos: Tensor, cluster: Tensor, rank: Tensor | None = None) -> Tensor:
+def _route_clusters(pos: Tensor, cluster: Tensor, rank: Tensor | None = None,
+                    costs: Tensor | None = None) -> Tensor:
     """Giant tours serving clusters ``0, 1, ...`` in turn, one route each.
     ``cluster [B, N]`` (-1 at the depot) must number each instance's non-empty
     clusters consecutively. A route visits its cluster in increasing ``rank``
@@ -235,7 +250,7 @@ def _route_clusters(pos: Tensor, cluster: Tensor, rank: Tensor | None = None) ->
     for _ in range(2 * n):
         admissible = ~visited & (cluster == current.unsqueeze(1))
         has = admissible.any(dim=1)
-        key = _dist_from(pos, cur) if rank is None else rank
+        key = _from(pos, cur, costs) if rank is None else rank
         nxt = key.masked_fill(~admissible, float("inf")).argmin(dim=1)
         nxt = torch.where(has, nxt, torch.zeros_like(nxt))
         visited[rows, nxt] = True
@@ -271,16 +286,23 @@ def cheapest_insertion(instances: RoutingInstances) -> Tensor:
         ``[B, N + 1]`` long giant tours (one route).
     """
     _check_problem("cheapest_insertion", instances, (Problem.TSP, Problem.PDTSP))
-    dist = _dist_matrix(instances.pos)                                      # [B, N, N]
+    costs = _travel(instances)
+    dist = euclidean_matrix(instances.pos) if costs is None else costs     # [B, N, N]
+    # ``dist_t[b, j, i] = dist[b, i, j]``: arcs INTO a node as rows. A Euclidean
+    # matrix is exactly symmetric (hypot of negated differences), so it is its own.
+    dist_t = dist if costs is None else dist.transpose(1, 2).contiguous()
     if instances.problem is Problem.TSP:
-        tour = _insertion_tsp(dist)
+        tour = _insertion_tsp(dist, dist_t)
     else:
-        tour = _insertion_pdtsp(dist, instances.pickup_delivery_index.to(dist.device))
+        tour = _insertion_pdtsp(dist, dist_t,
+                                instances.pickup_delivery_index.to(dist.device))
     return torch.cat([tour, tour.new_zeros(tour.size(0), 1)], dim=1)
 
 
-def _insertion_tsp(dist: Tensor) -> Tensor:
-    """``[B, N]`` cheapest-insertion tour from distances ``[B, N, N]``.
+def _insertion_tsp(dist: Tensor, dist_t: Tensor) -> Tensor:
+    """``[B, N]`` cheapest-insertion tour from distances ``[B, N, N]`` (and their
+    transpose ``dist_t``: asymmetric costs insert ``v`` on ``i -> j`` at
+    ``d(i, v) + d(v, j) - d(i, j)``).
 
     Keeps ``cost[b, i, v]``, the cost of inserting ``v`` on the arc leaving tour
     node ``i`` (``inf`` for ``i`` not yet in the tour), so a step only refreshes
@@ -291,14 +313,14 @@ def _insertion_tsp(dist: Tensor) -> Tensor:
     inf = float("inf")
     succ = torch.zeros(b, n, dtype=torch.long, device=dist.device)
     cost = torch.full_like(dist, inf)
-    cost[:, 0] = 2 * dist[:, 0]                                             # arc 0 -> 0
+    cost[:, 0] = 2 * dist[:, 0] if dist_t is dist else dist[:, 0] + dist_t[:, 0]  # 0 -> 0
     # Additive column penalty: a broadcast add is much cheaper than masked_fill.
     taken = torch.zeros(b, n, dtype=dist.dtype, device=dist.device)
     taken[:, 0] = inf
 
     def refresh(tail: Tensor) -> None:
         head = succ[rows, tail]
-        value = _take(dist, tail) + _take(dist, head) - dist[rows, tail, head].unsqueeze(1)
+        value = _take(dist, tail) + _take(dist_t, head) - dist[rows, tail, head].unsqueeze(1)
         cost.view(b * n, n).index_copy_(0, tail + rows * n, value)         # see _take
 
     for _ in range(n - 1):
@@ -315,7 +337,7 @@ def _insertion_tsp(dist: Tensor) -> Tensor:
     return order
 
 
-def _insertion_pdtsp(dist: Tensor, pairs: Tensor) -> Tensor:
+def _insertion_pdtsp(dist: Tensor, dist_t: Tensor, pairs: Tensor) -> Tensor:
     """``[B, N]`` cheapest pair-insertion tour (pickups before their deliveries)."""
     b, n, _ = dist.shape
     device = dist.device
@@ -326,6 +348,8 @@ def _insertion_pdtsp(dist: Tensor, pairs: Tensor) -> Tensor:
                                    f"pickup-delivery pair ({2 * p} of {n - 1} are)")
     pick, deli = pairs[0], pairs[1]
     d_pick, d_deli = dist[:, :, pick], dist[:, :, deli]                     # [B, N, P]
+    # out of the pickups / deliveries: t_pick[b, v, r] = d(pick_r, v)
+    t_pick, t_deli = dist_t[:, :, pick], dist_t[:, :, deli]
     d_pd = dist[:, pick, deli].unsqueeze(1)                                 # [B, 1, P]
     tour = torch.zeros(b, n, dtype=torch.long, device=device)               # by position
     taken = torch.zeros(b, 1, p, dtype=dist.dtype, device=device)
@@ -338,10 +362,10 @@ def _insertion_pdtsp(dist: Tensor, pairs: Tensor) -> Tensor:
         here, succ = here.flip(1), succ.flip(1)
         base = dist[rows.unsqueeze(1), here, succ].unsqueeze(2)             # [B, S, 1]
         pick_here = _take(d_pick, here)                                     # [B, S, P]
-        deli_succ = _take(d_deli, succ)
+        deli_succ = _take(t_deli, succ)
         # Pickup after q (delivery later), delivery after q, or both adjacent:
         # q -> pickup -> delivery -> succ(q).
-        c_pick = pick_here + _take(d_pick, succ) - base
+        c_pick = pick_here + _take(t_pick, succ) - base
         c_deli = _take(d_deli, here) + deli_succ - base
         c_adj = pick_here + d_pd + deli_succ - base
         run_val, run_idx = torch.cummin(c_deli, dim=1)
