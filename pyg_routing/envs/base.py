@@ -138,12 +138,16 @@ class RoutingEnv(ABC):
             policies take their input width from it, :meth:`feature_width`).
         problems: the problems it supports (``tuple(feature_widths)`` where declared).
         inits: the initial-solution rules :meth:`reset` accepts.
+        cost_kinds: the travel costs it searches with: ``euclidean`` (coordinates),
+            ``explicit`` (a cost matrix, possibly asymmetric), ``open`` (open routes);
+            :meth:`check_costs` refuses the others.
     """
 
     name: ClassVar[str]
     feature_widths: ClassVar[dict[Problem, int]] = {}
     problems: ClassVar[tuple[Problem, ...]]
     inits: ClassVar[tuple[str, ...]]
+    cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean",)
 
     @abstractmethod
     def reset(self, instances: RoutingInstances, *args: Any, **kwargs: Any) -> Any:
@@ -168,6 +172,23 @@ class RoutingEnv(ABC):
                 f"the {cls.name} environment supports "
                 f"{', '.join(p.value for p in cls.problems)}, not {prob.value!r}")
         return prob
+
+    @classmethod
+    def check_costs(cls, instances: RoutingInstances) -> None:
+        """Refuse instances whose travel costs this environment cannot search with
+        (an explicit matrix, open routes), with :class:`UnsupportedProblemError`
+        naming what the instances have and what the environment supports: a search
+        must never fall back to Euclidean distances silently."""
+        has = {"explicit": "an explicit cost matrix",
+               "open": "open routes"}
+        given = [k for k, present in (
+            ("explicit", instances.cost_matrix is not None),
+            ("open", instances.open_routes is not None and bool(instances.open_routes.any())))
+            if present and k not in cls.cost_kinds]
+        if given:
+            raise UnsupportedProblemError(
+                f"the {cls.name} environment searches with {', '.join(cls.cost_kinds)} "
+                f"costs; these instances have {' and '.join(has[k] for k in given)}")
 
     @classmethod
     def feature_width(cls, problem: Problem | str) -> int:

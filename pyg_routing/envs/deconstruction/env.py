@@ -121,6 +121,7 @@ class DeconstructionEnv(RoutingEnv):
         augment = check_count(augment, "augment", 1)
         rng = as_generator(rng)
         self.check_problem(instances.problem)
+        self.check_costs(instances)
         arrays = ProblemArrays.from_instances(instances)
         inst = np.repeat(np.arange(arrays.num_instances, dtype=np.int32), augment)
         state = start_solutions(arrays, inst, rng=rng)

@@ -96,6 +96,7 @@ class PairReinsertionEnv(ImprovementEnv):
         """
         if not isinstance(instances, RoutingInstances):
             raise not_a_batch(instances, "PairReinsertionEnv.reset")
+        self.check_costs(instances)
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"PairReinsertionEnv.reset: `generator` must be a "
                             f"torch.Generator or None, got {generator!r}")

@@ -54,6 +54,7 @@ class TwoOptEnv(ImprovementEnv):
 
     def reset(self, instances: RoutingInstances, init: str = "sweep",
               generator: torch.Generator | None = None) -> TwoOptState:
+        self.check_costs(instances)
         num_depots = self.num_depots
         if self.depot_rate is not None and not instances.problem.single_route:
             n = instances.pos.shape[1] - 1
