@@ -1,7 +1,10 @@
 """One step of the DACT-style 2-opt environment for 512 CVRP-100 instances: apply the
 move, update costs and best-so-far, recompute the route quantities and IPE+XPE, build
 the feasibility masks (and node features) -- batched vs a per-instance Python loop of
-the same step (our functions called on ``B = 1`` slices)."""
+the same step (our functions called on ``B = 1`` slices). Then the same step on the
+same layouts with an asymmetric cost matrix (``costs="streets"``: every reversed arc
+changes cost), as a ratio to the Euclidean step measured in the same run (the issue's
+bound: within 1.5x), and the exact deltas of all ``M^2`` moves (``move_deltas``)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from pyg_routing.envs.two_opt import (
     reset,
     step,
 )
+from pyg_routing.envs.two_opt.moves import move_deltas
 
 
 def env_step(state: TwoOptState, action: torch.Tensor) -> tuple:
@@ -56,6 +60,17 @@ def main() -> None:
              "node features": lambda: node_features(moved)}
     for name, fn in parts.items():
         print(f"    batched {name:<27}: {best_of(fn, device=dev) * 1e3:9.2f} ms")
+
+    asym = CVRPGenerator(n, seed=0, costs="streets").sample(b).to(dev)
+    a_state = reset(asym, "sweep")
+    a_action = random_action(a_state, generator=torch.Generator().manual_seed(0))
+    euclid = best_of(lambda: env_step(state, action), device=dev)
+    matrix = best_of(lambda: env_step(a_state, a_action), device=dev)
+    print(f"  asymmetric matrix (streets), same step: {matrix * 1e3:9.2f} ms "
+          f"-> {matrix / euclid:5.2f}x the Euclidean step ({euclid * 1e3:.2f} ms, same run)")
+    deltas = best_of(lambda: move_deltas(a_state), device=dev)
+    print(f"    exact deltas of all {a_state.num_nodes}^2 moves (move_deltas): "
+          f"{deltas * 1e3:9.2f} ms -> {deltas / matrix:5.2f}x the step")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """Readers for benchmark files: CVRPLib X (VRPLIB), Solomon and Li & Lim.
 
+VRPLIB/TSPLIB files with an explicit matrix (``EDGE_WEIGHT_TYPE: EXPLICIT``, CVRP,
+TSP or ATSP) are read too; the matrix is checked by :mod:`.explicit_io`.
+
 Every reader returns a validated :class:`RoutingData` (node 0 = depot) whose
 ``pos`` is normalized with ONE scale for both axes,
 ``pos = (xy - xy.min(0)) / max(range_x, range_y)``, so the aspect ratio of the
@@ -26,6 +29,12 @@ from pathlib import Path
 import numpy as np
 import vrplib
 
+from pyg_routing.data.explicit_io import (
+    COORD_SECTIONS,
+    classical_mds,
+    explain_failure,
+    explicit_matrix,
+)
 from pyg_routing.data.feasibility import check_servable_alone
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError, InvalidInstanceError, InvalidSolutionError
@@ -101,8 +110,11 @@ def _array(value, shape: tuple[int, ...], what: str, path: Path) -> np.ndarray:
 
 def _build(path: Path, problem: str, coords: np.ndarray, *, rounding: str, name: str,
            time_window: np.ndarray | None = None, service_time: np.ndarray | None = None,
-           **fields) -> RoutingData:
-    """Normalize and validate; an invalid instance is reported against its file."""
+           raw_cost_matrix: np.ndarray | None = None, **fields) -> RoutingData:
+    """Normalize and validate; an invalid instance is reported against its file.
+
+    An explicit ``raw_cost_matrix`` (original units) is divided by the scale of the
+    coordinates, like time windows, so that ``cost_matrix`` is in ``pos``'s units."""
     bad = ~np.isfinite(coords).all(axis=1)
     if bad.any():  # before normalizing, which would report NaN for every node
         v = int(np.argmax(bad))
@@ -112,6 +124,8 @@ def _build(path: Path, problem: str, coords: np.ndarray, *, rounding: str, name:
     if time_window is not None:
         fields.update(time_window=time_window / scale, service_time=service_time / scale,
                       raw_time_window=time_window, raw_service_time=service_time)
+    if raw_cost_matrix is not None:
+        fields.update(cost_matrix=raw_cost_matrix / scale, raw_cost_matrix=raw_cost_matrix)
     try:
         data = RoutingData.from_instance(problem, pos, name=name, raw_pos=coords,
                                          scale=scale, rounding=rounding, **fields)
@@ -123,46 +137,84 @@ def _build(path: Path, problem: str, coords: np.ndarray, *, rounding: str, name:
 
 # --------------------------------------------------------------------------- instances
 def read_vrplib(path: str | os.PathLike) -> RoutingData:
-    """A CVRP instance in VRPLIB format (CVRPLib X): problem ``cvrp``, ``nint``
-    distances. The depot (``DEPOT_SECTION``) becomes node 0; the other nodes keep
-    their file order."""
+    """A CVRP instance in VRPLIB format (CVRPLib X), or a CVRP, TSP or ATSP with an
+    explicit cost matrix.
+
+    ``EDGE_WEIGHT_TYPE: EUC_2D``: problem ``cvrp``, ``nint`` distances of
+    ``NODE_COORD_SECTION``. ``EXPLICIT``: problem ``cvrp`` (``TYPE: CVRP``) or
+    ``tsp`` (``TSP``, ``ATSP``); ``vrplib`` parses the ``EDGE_WEIGHT_SECTION``
+    (formats :data:`~pyg_routing.data.explicit_io.SUPPORTED_FORMATS`), which becomes
+    ``raw_cost_matrix`` (original units, used exactly as given: rounding ``none``)
+    and, divided by the coordinates' scale, ``cost_matrix``. Its coordinates serve
+    the encodings only, never the costs: ``NODE_COORD_SECTION``, else
+    ``DISPLAY_DATA_SECTION``, else a classical MDS embedding of the symmetrized
+    matrix (:func:`~pyg_routing.data.explicit_io.classical_mds`), all normalized
+    alike (:func:`normalize_coords`).
+
+    The depot (``DEPOT_SECTION``; a TSP without one: the first node) becomes node 0;
+    the other nodes keep their file order.
+    """
     path = Path(path)
     try:
         inst = vrplib.read_instance(path, compute_edge_weights=False)
     except OSError as exc:
         raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
     except Exception as exc:  # vrplib reports format problems with assorted types
-        raise InstanceFormatError(f"{path}: not a valid VRPLIB file ({exc})") from None
+        reason = explain_failure(path)
+        raise InstanceFormatError(reason or f"{path}: not a valid VRPLIB file ({exc})") \
+            from None
     kind = str(inst.get("type", "CVRP")).upper()
-    if kind != "CVRP":
-        raise InstanceFormatError(f"{path}: TYPE {kind} is not supported (only CVRP)")
     ewt = str(inst.get("edge_weight_type", "")).upper()
-    if ewt != "EUC_2D":
+    explicit = ewt == "EXPLICIT"
+    if kind != "CVRP" and not (explicit and kind in ("TSP", "ATSP")):
+        raise InstanceFormatError(f"{path}: TYPE {kind} is not supported (only CVRP; TSP "
+                                  f"and ATSP with EDGE_WEIGHT_TYPE EXPLICIT)")
+    if ewt != "EUC_2D" and not explicit:
         raise InstanceFormatError(f"{path}: EDGE_WEIGHT_TYPE {ewt or '(missing)'} is not "
-                                  f"supported (only EUC_2D)")
-    for key in ("dimension", "capacity", "node_coord", "demand", "depot"):
-        if key not in inst:
+                                  f"supported (only EUC_2D and EXPLICIT)")
+    problem = "cvrp" if kind == "CVRP" else "tsp"
+    needed = ("dimension", "capacity", "node_coord", "demand", "depot") \
+        if problem == "cvrp" else ("dimension",)
+    for key in needed:
+        if key not in inst and not (explicit and key == "node_coord"):
             what = (f"{key.upper()}_SECTION" if key in ("node_coord", "demand", "depot")
                     else f"the {key.upper()} field")
             raise InstanceFormatError(f"{path}: missing {what}")
     n = inst["dimension"]
     if not isinstance(n, int) or n < 2:
         raise InstanceFormatError(f"{path}: DIMENSION must be an integer >= 2, got {n!r}")
-    coords = _array(inst["node_coord"], (n, 2), "NODE_COORD_SECTION", path)
-    demand = _array(inst["demand"], (n,), "DEMAND_SECTION", path)
-    depots = np.atleast_1d(np.asarray(inst["depot"]))
+    matrix = explicit_matrix(inst, n, path) if explicit else None
+    if matrix is None:
+        coords = _array(inst["node_coord"], (n, 2), "NODE_COORD_SECTION", path)
+    else:
+        coords = next((_array(inst[key], (n, 2), what, path)
+                       for key, what in COORD_SECTIONS if key in inst), None)
+        coords = classical_mds(matrix) if coords is None else coords
+    demand = _array(inst["demand"], (n,), "DEMAND_SECTION", path) if problem == "cvrp" \
+        else None
+    d = _depot(inst["depot"], n, path) if "depot" in inst else 0
+    order = np.r_[d, np.delete(np.arange(n), d)]
+    fields: dict[str, object] = {}
+    if problem == "cvrp":
+        capacity = inst["capacity"]
+        if isinstance(capacity, str):
+            raise InstanceFormatError(f"{path}: CAPACITY is not a number: {capacity!r}")
+        fields.update(demand=demand[order], capacity=capacity)
+    return _build(path, problem, coords[order], rounding="none" if explicit else "nint",
+                  name=str(inst.get("name", path.stem)),
+                  raw_cost_matrix=None if matrix is None else matrix[np.ix_(order, order)],
+                  **fields)
+
+
+def _depot(section, n: int, path: Path) -> int:
+    """The 0-based depot of a parsed ``DEPOT_SECTION`` (exactly one, in range)."""
+    depots = np.atleast_1d(np.asarray(section))
     if depots.size != 1 or not np.issubdtype(depots.dtype, np.integer) \
             or not 0 <= depots[0] < n:
         got = (depots + 1).tolist() if np.issubdtype(depots.dtype, np.integer) else "text"
         raise InstanceFormatError(f"{path}: DEPOT_SECTION must name exactly one depot "
                                   f"between 1 and {n} (then -1), got {got}")
-    capacity = inst["capacity"]
-    if isinstance(capacity, str):
-        raise InstanceFormatError(f"{path}: CAPACITY is not a number: {capacity!r}")
-    d = int(depots[0])
-    order = np.r_[d, np.delete(np.arange(n), d)]
-    return _build(path, "cvrp", coords[order], demand=demand[order], capacity=capacity,
-                  rounding="nint", name=str(inst.get("name", path.stem)))
+    return int(depots[0])
 
 
 def read_solomon(path: str | os.PathLike) -> RoutingData:

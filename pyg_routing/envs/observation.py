@@ -21,6 +21,7 @@ from torch import Tensor
 
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.data.route_quantities import route_quantities as _route_quantities
+from pyg_routing.envs.tours import cycle_arc_costs
 from pyg_routing.functional._route_graph import RouteGraph, route_graph
 from pyg_routing.transforms import EncodingInputs
 
@@ -77,16 +78,20 @@ def tour_route_quantities(state: Any) -> RouteQuantities:
     The arcs are listed in cycle order (``order`` starts at depot copy 0), which is
     route order, so :func:`~pyg_routing.data.route_quantities.route_quantities` takes
     its segment-cumsum path with no pointer jumping. Route ids follow the cycle;
-    empty routes are skipped. ``depot_angle`` is measured from copy 0.
+    empty routes are skipped. ``depot_angle`` is measured from copy 0. A state with
+    ``costs`` (explicit matrices, open routes) accumulates them in ``cum_dist``.
     """
     b, m = state.order.shape
     off = (torch.arange(b, device=state.device) * m).unsqueeze(1)
     edge_index = torch.stack([(state.order + off).reshape(-1),
                               (state.order.roll(-1, dims=1) + off).reshape(-1)])
     batch = torch.arange(b, device=state.device).repeat_interleave(m)
+    costs = getattr(state, "costs", None)
+    arc_cost = None if costs is None else cycle_arc_costs(costs, state.order).reshape(-1)
     # The instances were checked when the search started; no per-step check.
     return _route_quantities(state.pos.reshape(b * m, 2), edge_index,
-                             state.depot_mask.reshape(-1), batch, b, validate=False)
+                             state.depot_mask.reshape(-1), batch, b, validate=False,
+                             arc_cost=arc_cost)
 
 
 def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,

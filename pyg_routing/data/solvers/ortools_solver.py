@@ -4,6 +4,11 @@ OR-Tools is the default reference for PDTSP: one vehicle, every pickup paired
 with its delivery on the same route and visited before it. Distances use the
 same integer conversion as PyVRP (:func:`~.pyvrp_solver.integer_instance`), so
 the two solvers can be compared on the other problems.
+
+Travel costs follow the one rule of :mod:`pyg_routing.data.costs`: an explicit,
+possibly asymmetric matrix as given, else Euclidean distances; on open-route
+instances (CVRP, VRPTW) arcs into the depot cost 0 and the route's end at the depot
+is not bound by the depot's closing time.
 """
 
 from __future__ import annotations
@@ -45,7 +50,11 @@ def _build(ii: IntegerInstance, num_vehicles: int) -> tuple[Any, Any]:
     n = ii.distance.shape[0]
     manager = pywrapcp.RoutingIndexManager(n, num_vehicles, 0)
     routing = pywrapcp.RoutingModel(manager)
-    # Matrix/vector transits are evaluated in C++ (no Python callback per arc).
+    # Matrix/vector transits are evaluated in C++ (no Python callback per arc). The
+    # matrix follows the cost rule (pyvrp_solver.float_distance_matrix): explicit and
+    # asymmetric costs as given, and with open routes every arc into the depot costs
+    # 0, OR-Tools' documented way to let routes end anywhere (the end node is still
+    # the depot, reached for free).
     dist_cb = routing.RegisterTransitMatrix(ii.distance.tolist())
     routing.SetArcCostEvaluatorOfAllVehicles(dist_cb)
 
@@ -59,15 +68,21 @@ def _build(ii: IntegerInstance, num_vehicles: int) -> tuple[Any, Any]:
         transit = ii.duration + ii.service_time[:, None]
         np.fill_diagonal(transit, 0)
         time_cb = routing.RegisterTransitMatrix(transit.tolist())
-        horizon = int(ii.time_window[0, 1])
+        close = int(ii.time_window[0, 1])
+        # Open routes: the transit into the depot is just the last service (the
+        # travel is 0 by the cost rule), and the route may end after the depot
+        # closes: the end's cumul is bounded only by the latest possible end of a
+        # service, which is also the dimension's capacity.
+        horizon = close if not ii.open_routes else max(
+            close, int((ii.time_window[:, 1] + ii.service_time).max()))
         routing.AddDimension(time_cb, horizon, horizon, False, "time")
         time = routing.GetDimensionOrDie("time")
         for v in range(1, n):
             time.CumulVar(manager.NodeToIndex(v)).SetRange(int(ii.time_window[v, 0]),
                                                            int(ii.time_window[v, 1]))
         for k in range(num_vehicles):
-            for index in (routing.Start(k), routing.End(k)):
-                time.CumulVar(index).SetRange(int(ii.time_window[0, 0]), horizon)
+            time.CumulVar(routing.Start(k)).SetRange(int(ii.time_window[0, 0]), close)
+            time.CumulVar(routing.End(k)).SetRange(int(ii.time_window[0, 0]), horizon)
 
     if ii.prize is not None:
         # Skipping a customer costs its prize: distance + uncollected prizes has
@@ -97,7 +112,8 @@ def solve_ortools(instance: RoutingData, time_limit: float = 1.0, seed: int = 0,
 
     Args:
         instance: a single :class:`RoutingData` of problem ``pdtsp``, ``tsp``,
-            ``cvrp``, ``pcvrp`` or ``vrptw``.
+            ``cvrp``, ``pcvrp`` or ``vrptw``, with or without an explicit cost
+            matrix or open routes.
         time_limit: wall-clock seconds for the search.
         seed: accepted for a uniform solver interface; OR-Tools' routing search
             has no random seed (it is deterministic up to the time limit).
@@ -108,6 +124,8 @@ def solve_ortools(instance: RoutingData, time_limit: float = 1.0, seed: int = 0,
 
     Raises:
         ValueError: unsupported problem.
+        InvalidInstanceError: a matrix the instance announces but lacks, or costs
+            too large for the integer scale (see :func:`integer_instance`).
         InfeasibleSolutionError: no solution found within the time limit.
     """
     from ortools.constraint_solver import pywrapcp, routing_enums_pb2
@@ -118,6 +136,15 @@ def solve_ortools(instance: RoutingData, time_limit: float = 1.0, seed: int = 0,
         raise ValueError(f"solve_ortools does not support problem {prob.value!r}; supported: "
                          f"{', '.join(p.value for p in ORTOOLS_PROBLEMS)}")
     ii = integer_instance(instance, scale)
+    if ii.time_window is not None and not ii.open_routes:
+        # A closed route cannot serve a customer whose window opens after the depot
+        # closes; OR-Tools would fail while the model is built (a bare "CP Solver
+        # fail"), so say so here.
+        late = np.nonzero(ii.time_window[1:, 0] > ii.time_window[0, 1])[0]
+        if late.size:
+            raise InfeasibleSolutionError(
+                f"{instance_label(instance, int(late[0]) + 1)}no feasible solution: the "
+                f"customer's window opens after the depot closes and routes are closed")
     num_vehicles = _num_vehicles(ii)
     manager, routing = _build(ii, num_vehicles)
 

@@ -23,8 +23,8 @@ from pyg_routing.data.solvers.constructive import (
     tours_to_routes,
 )
 from pyg_routing.data.solvers.ortools_solver import solve_ortools
-from pyg_routing.data.solvers.pyvrp_solver import instance_label, solve_pyvrp
-from pyg_routing.errors import InfeasibleSolutionError, RoutingError
+from pyg_routing.data.solvers.pyvrp_solver import instance_label, is_open, solve_pyvrp
+from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError, RoutingError
 
 #: Per-instance search solvers: ``(instance, time_limit, seed) -> routes``.
 SEARCH_SOLVERS: dict[str, Callable[..., list[list[int]]]] = {
@@ -180,9 +180,13 @@ def _solve_constructive(instances: list[RoutingData], solver: str,
     """Batched constructive solve, grouping like instances (fills ``results``)."""
     groups: dict[tuple, list[int]] = {}
     for i, d in enumerate(instances):
+        _refuse_lost_matrix(d, i)
         pairs = (tuple(d.pickup_delivery_index.flatten().tolist())
                  if "pickup_delivery_index" in d else ())
-        groups.setdefault((Problem.parse(d.problem), d.num_nodes, pairs), []).append(i)
+        # Instances with and without a cost matrix cannot share a dense batch (the
+        # heuristics follow RoutingInstances.costs(): the matrix, or Euclidean).
+        key = (Problem.parse(d.problem), d.num_nodes, pairs, "travel_cost" in d)
+        groups.setdefault(key, []).append(i)
     for members in groups.values():
         batch = stack_instances([instances[i] for i in members])
         routes = tours_to_routes(CONSTRUCTIVE_SOLVERS[solver](batch))
@@ -191,11 +195,28 @@ def _solve_constructive(instances: list[RoutingData], solver: str,
         bar.update(len(members))
 
 
+def _refuse_lost_matrix(instance: RoutingData, position: int) -> None:
+    """Refuse an instance that announces an explicit matrix (``explicit_cost``) but
+    lacks ``travel_cost``: it must not be solved or stacked as Euclidean."""
+    if "travel_cost" not in instance and "explicit_cost" in instance \
+            and bool(instance.explicit_cost.any()):
+        label = instance_label(instance) if "name" in instance else f"instance {position}: "
+        raise InvalidInstanceError(
+            f"{label}`explicit_cost` is set but the instance carries no `travel_cost` "
+            f"matrix; refusing to treat it as Euclidean")
+
+
 def stack_instances(instances: Sequence[RoutingData]) -> RoutingInstances:
     """Stack same-problem, same-size :class:`RoutingData` into a dense batch.
 
+    Explicit cost matrices (``travel_cost``, in ``pos``'s units) become
+    ``cost_matrix [B, N, N]`` and open routes ``open_routes [B]`` (``None`` when
+    no instance has them); benchmark raw-unit fields are not carried.
+
     Raises:
-        ValueError: mixed problems, sizes or pickup-delivery pairs.
+        ValueError: mixed problems, sizes or pickup-delivery pairs, or instances
+            with an explicit cost matrix stacked with instances without one.
+        InvalidInstanceError: an instance that announces a matrix it lacks.
     """
     first = instances[0]
     prob = Problem.parse(first.problem)
@@ -213,9 +234,23 @@ def stack_instances(instances: Sequence[RoutingData]) -> RoutingInstances:
         return torch.stack([getattr(d, key).reshape(getattr(first, key).shape)
                             for d in instances])
 
+    explicit = ["travel_cost" in d for d in instances]
+    for i, d in enumerate(instances):
+        _refuse_lost_matrix(d, i)
+    if any(explicit) and not all(explicit):
+        i = explicit.index(not explicit[0])
+        has = "has an" if explicit[i] else "has no"
+        raise ValueError(f"instance {i} {has} explicit cost matrix, unlike instance 0; "
+                         f"stack only like instances")
+    matrix = torch.stack([d.travel_cost.view(n, n) for d in instances]) \
+        if explicit[0] else None
+    opened = [is_open(d) for d in instances]
     cap = stack("capacity")
     return RoutingInstances(prob, stack("pos"), demand=stack("demand"),
                             capacity=None if cap is None else cap.reshape(-1),
                             time_window=stack("time_window"),
                             service_time=stack("service_time"), prize=stack("prize"),
-                            pickup_delivery_index=getattr(first, "pickup_delivery_index", None))
+                            pickup_delivery_index=getattr(first, "pickup_delivery_index", None),
+                            cost_matrix=matrix,
+                            open_routes=torch.tensor(opened, device=first.pos.device)
+                            if any(opened) else None)

@@ -4,7 +4,13 @@ PyVRP works on integers, so every instance is first converted by
 :func:`integer_instance`. The conversion is *conservative* for time windows:
 travel and service durations and window openings are rounded up, window
 closings down, so a schedule that PyVRP finds feasible on integers is also
-feasible in the float arithmetic of :meth:`RoutingData.check`.
+feasible in the float arithmetic of :meth:`RoutingData.check`. That holds for
+explicit cost matrices too: they are converted entry by entry the same way.
+
+Travel costs follow the one rule of :mod:`pyg_routing.data.costs`
+(:func:`float_distance_matrix`): an explicit, possibly asymmetric matrix goes in as
+it is (PyVRP takes asymmetric distance and duration matrices); open routes end at a
+dummy depot (see :func:`_problem_data`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ DEMAND_SCALE = 1_000_000.0
 #: Slack (in scaled units) that absorbs float noise before ceil/floor, so an
 #: exact value such as ``12.000000001`` is not rounded up to 13.
 _EPS = 1e-6
+#: Bound on ``largest scaled arc * N`` (any route's integer length stays far from
+#: int64 overflow, also after the solvers add penalties).
+_INT_LIMIT = float(2**60)
 #: Problems :func:`solve_pyvrp` accepts.
 PYVRP_PROBLEMS = (Problem.TSP, Problem.CVRP, Problem.VRPTW, Problem.PCVRP, Problem.PDTSP,
                   Problem.PDPTW)
@@ -50,6 +59,8 @@ class IntegerInstance:
         prize: ``[N]`` int64 (distance scale, nearest) or None.
         pairs: ``[2, P]`` pickup/delivery node ids or None.
         coords: ``[N, 2]`` float64 coordinates (labels only; travel uses the matrices).
+        open_routes: vehicles end at their last customer (the depot's column of
+            ``distance``/``duration`` is 0; the solvers relax the return deadline).
     """
 
     problem: Problem
@@ -63,6 +74,7 @@ class IntegerInstance:
     prize: np.ndarray | None = None
     pairs: np.ndarray | None = None
     coords: np.ndarray | None = None
+    open_routes: bool = False
 
 
 def instance_label(instance: RoutingData, node: int | None = None) -> str:
@@ -72,26 +84,66 @@ def instance_label(instance: RoutingData, node: int | None = None) -> str:
 
 
 def float_distance_matrix(instance: RoutingData) -> tuple[np.ndarray, float]:
-    """``[N, N]`` float64 distances exactly as :meth:`RoutingData.cost` measures
-    them, and the default integer scale for them.
+    """``[N, N]`` float64 travel costs exactly as :meth:`RoutingData.cost` measures
+    them (the rule of :mod:`pyg_routing.data.costs`), and the default integer scale.
 
-    Benchmark instances (with ``raw_pos``) use original units and the benchmark's
-    rounding: ``nint`` distances are integers (scale 1), ``trunc1`` multiples of
-    0.1 (scale 10), so both convert without any error.
+    * An explicit matrix is taken as it is (asymmetric allowed): ``raw_travel_cost``
+      when the instance has one, else ``travel_cost``. Scale 1 when every entry (and
+      every time-window bound and service time) is an integer, so the conversion is
+      exact; :data:`DEFAULT_SCALE` otherwise.
+    * Else Euclidean distances. Benchmark instances (with ``raw_pos``) use original
+      units and the benchmark's rounding: ``nint`` distances are integers (scale 1),
+      ``trunc1`` multiples of 0.1 (scale 10), so both convert without any error.
+    * With open routes the depot's column is 0 (the return costs and takes nothing).
+
+    Raises:
+        InvalidInstanceError: the instance says it has an explicit matrix
+            (``explicit_cost``) but carries none.
     """
     n = instance.num_nodes
-    src = torch.arange(n).repeat_interleave(n)
-    dst = torch.arange(n).repeat(n)
-    if "raw_pos" in instance:
-        code = int(instance.rounding.reshape(-1)[0])
-        rounding = torch.full((n * n,), code, dtype=torch.long)
-        dist = arc_lengths(instance.raw_pos.cpu().to(torch.float64), src, dst, rounding)
-        scale = {ROUND_NINT: 1.0, ROUND_TRUNC1: 10.0, ROUND_NONE: DEFAULT_SCALE}[code]
+    if "travel_cost" in instance:
+        raw = "raw_travel_cost" in instance
+        flat = instance.raw_travel_cost if raw else instance.travel_cost
+        # float32 -> float64 is exact: the same numbers RoutingData.cost() adds up.
+        dist = flat.detach().cpu().to(torch.float64).numpy().reshape(n, n).copy()
+        scale = 1.0 if raw and _all_integral(instance, dist) else DEFAULT_SCALE
     else:
-        # Same float arithmetic as the feasibility checker: norm in pos's dtype.
-        dist = arc_lengths(instance.pos.cpu(), src, dst)
-        scale = DEFAULT_SCALE
-    return dist.to(torch.float64).numpy().reshape(n, n), scale
+        if "explicit_cost" in instance and bool(instance.explicit_cost.any()):
+            raise InvalidInstanceError(
+                f"{instance_label(instance)}`explicit_cost` is set but the instance carries "
+                f"no `travel_cost` matrix; refusing to solve it with Euclidean distances")
+        src = torch.arange(n).repeat_interleave(n)
+        dst = torch.arange(n).repeat(n)
+        if "raw_pos" in instance:
+            code = int(instance.rounding.reshape(-1)[0])
+            rounding = torch.full((n * n,), code, dtype=torch.long)
+            dist = arc_lengths(instance.raw_pos.cpu().to(torch.float64), src, dst, rounding)
+            scale = {ROUND_NINT: 1.0, ROUND_TRUNC1: 10.0, ROUND_NONE: DEFAULT_SCALE}[code]
+        else:
+            # Same float arithmetic as the feasibility checker: norm in pos's dtype.
+            dist = arc_lengths(instance.pos.cpu(), src, dst)
+            scale = DEFAULT_SCALE
+        dist = dist.to(torch.float64).numpy().reshape(n, n)
+    if is_open(instance):
+        dist = dist.copy()
+        dist[:, 0] = 0.0
+    return dist, scale
+
+
+def is_open(instance: RoutingData) -> bool:
+    """Whether the vehicles of ``instance`` end at their last customer."""
+    return "open_routes" in instance and bool(instance.open_routes.reshape(-1)[0])
+
+
+def _all_integral(instance: RoutingData, dist: np.ndarray) -> bool:
+    """Whether scale 1 converts the raw matrix and the times of ``instance`` exactly
+    (the windows are read in the same units as the matrix, see :func:`integer_instance`)."""
+    parts = [dist]
+    if "time_window" in instance:
+        raw = "raw_time_window" in instance
+        parts += [_numpy(instance.raw_time_window if raw else instance.time_window),
+                  _numpy(instance.raw_service_time if raw else instance.service_time)]
+    return all(bool(np.all(p == np.rint(p))) for p in parts)
 
 
 def _ceil(x: np.ndarray) -> np.ndarray:
@@ -117,7 +169,14 @@ def integer_instance(instance: RoutingData, scale: float | None = None) -> Integ
     prob = Problem.parse(instance.problem)
     dist, auto = float_distance_matrix(instance)
     s = float(scale) if scale is not None else auto
-    out = IntegerInstance(prob, s, np.rint(dist * s).astype(np.int64), _ceil(dist * s))
+    n = dist.shape[0]
+    if float(dist.max(initial=0.0)) * s * n >= _INT_LIMIT:
+        # A route's integer length must not overflow PyVRP's/OR-Tools' int64 sums.
+        raise InvalidInstanceError(
+            f"{instance_label(instance)}travel costs up to {float(dist.max()):g} are too "
+            f"large for integer scale {s:g} on {n} nodes; pass a smaller `scale`")
+    out = IntegerInstance(prob, s, np.rint(dist * s).astype(np.int64), _ceil(dist * s),
+                          open_routes=is_open(instance))
     np.fill_diagonal(out.duration, 0)
     out.coords = _numpy(instance.raw_pos if "raw_pos" in instance else instance.pos)
     if "demand" in instance and "capacity" in instance:
@@ -184,18 +243,31 @@ def _problem_data(ii: IntegerInstance) -> tuple[Any, Callable[[Any], int | None]
         prize=int(ii.prize[v]) if optional else 0, required=not optional)
         for v in client_nodes]
     num_vehicles = 1 if prob.single_route else max(1, n - 1)
-    vehicle = pyvrp.VehicleType(num_available=num_vehicles,
-                                capacity=[int(ii.capacity)] if has_load else [],
-                                tw_early=early[0], tw_late=late[0])
-    depot = pyvrp.Depot(0, tw_early=early[0], tw_late=late[0], service_duration=int(st[0]))
+    capacity = [int(ii.capacity)] if has_load else []
+    depots = [pyvrp.Depot(0, tw_early=early[0], tw_late=late[0], service_duration=int(st[0]))]
     # Coordinates are only labels (plots, neighbourhoods); travel uses the matrices.
     coords = ii.coords if ii.coords is not None else np.zeros((n, 2))
     locations = [pyvrp.Location(float(x), float(y)) for x, y in coords.tolist()]
     # Without windows durations are irrelevant; the distance matrix keeps them 0 on
     # the diagonal and avoids a second matrix in memory.
+    distance = ii.distance
     duration = ii.duration if tw is not None else ii.distance
-    data = pyvrp.ProblemData(locations=locations, clients=clients, depots=[depot],
-                             vehicle_types=[vehicle], distance_matrices=[ii.distance],
+    if ii.open_routes:
+        # PyVRP's documented open-route model (FAQ): the vehicles end at a dummy end
+        # depot reached from anywhere at zero distance and duration, with no closing
+        # time, so neither the return's cost nor the depot's closing binds. The
+        # vehicle may still only *start* while the real depot is open.
+        depots.append(pyvrp.Depot(n, name="open route end"))
+        locations.append(locations[0])
+        distance, duration = _with_open_end(distance), _with_open_end(duration)
+        vehicle = pyvrp.VehicleType(num_available=num_vehicles, capacity=capacity,
+                                    start_depot=0, end_depot=1, tw_early=early[0],
+                                    start_late=late[0])
+    else:
+        vehicle = pyvrp.VehicleType(num_available=num_vehicles, capacity=capacity,
+                                    tw_early=early[0], tw_late=late[0])
+    data = pyvrp.ProblemData(locations=locations, clients=clients, depots=depots,
+                             vehicle_types=[vehicle], distance_matrices=[distance],
                              duration_matrices=[duration], shipments=shipments)
 
     pairs = ii.pairs.tolist() if ii.pairs is not None else [[], []]
@@ -213,12 +285,24 @@ def _problem_data(ii: IntegerInstance) -> tuple[Any, Callable[[Any], int | None]
     return data, decode
 
 
+def _with_open_end(matrix: np.ndarray) -> np.ndarray:
+    """``[N + 1, N + 1]``: ``matrix`` plus a dummy end depot (index ``N``) that every
+    location reaches at 0; leaving it (never done: routes end there) is leaving the
+    depot, so the matrix stays a plausible metric for PyVRP's neighbourhoods."""
+    n = matrix.shape[0]
+    out = np.zeros((n + 1, n + 1), dtype=matrix.dtype)
+    out[:n, :n] = matrix
+    out[n, :n] = matrix[0]
+    return out
+
+
 def solve_pyvrp(instance: RoutingData, time_limit: float = 1.0, seed: int = 0, *,
                 scale: float | None = None) -> list[list[int]]:
     """Solve one instance with PyVRP.
 
     Supports ``tsp``, ``cvrp``, ``vrptw``, ``pcvrp`` and the pickup-and-delivery
-    problems ``pdtsp``/``pdptw`` (as PyVRP shipments).
+    problems ``pdtsp``/``pdptw`` (as PyVRP shipments), each with an explicit
+    (asymmetric) cost matrix, and open routes where the instance has them.
 
     Args:
         instance: a single :class:`RoutingData` (any solution it holds is ignored).
@@ -231,6 +315,8 @@ def solve_pyvrp(instance: RoutingData, time_limit: float = 1.0, seed: int = 0, *
 
     Raises:
         ValueError: unsupported problem.
+        InvalidInstanceError: a matrix the instance announces but lacks, a window
+            too narrow for the integer scale, costs too large for it.
         InfeasibleSolutionError: PyVRP's best solution is infeasible (no feasible
             solution was found within the time limit).
     """

@@ -41,6 +41,7 @@ class TwoOptEnv(ImprovementEnv):
         Problem.TSP: 6, Problem.CVRP: 6, Problem.VRPTW: 9, Problem.PDTSP: 7}
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = moves.INITS
+    cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean", "explicit", "open")
 
     def __init__(self, num_depots: int | None = None, extra_depots: int = 2,
                  depot_rate: float | None = None) -> None:
@@ -80,7 +81,8 @@ class TwoOptEnv(ImprovementEnv):
         return moves.to_routes(state, best)
 
     def solution_cost(self, state: TwoOptState, pos: Tensor, best: bool) -> Tensor:
-        return cycle_cost(pos, state.best_order if best else state.order)
+        # Explicit costs do not move with augmented coordinates: they are the matrix's.
+        return cycle_cost(pos, state.best_order if best else state.order, state.costs)
 
     def __repr__(self) -> str:
         args = [] if self.num_depots is None else [f"num_depots={self.num_depots}"]

@@ -35,6 +35,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
+from pyg_routing.data.costs import euclidean_matrix
 from pyg_routing.data.feasibility import CAPACITY_RTOL
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
@@ -118,7 +119,8 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
     order = torch.cat([order, extra], 1)
     pos = torch.cat([instances.pos[:, :1].expand(b, k, 2), instances.pos[:, 1:]], 1)
     dem = torch.cat([demand.new_zeros(b, k), demand[:, 1:]], 1)
-    cost = cycle_cost(pos, order)
+    costs = _state_costs(instances, k)
+    cost = cycle_cost(pos, order, costs)
     tw = st = None
     if prob is Problem.VRPTW:
         tw = torch.cat([instances.time_window[:, :1].expand(b, k, 2),
@@ -128,7 +130,20 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
     return TwoOptState(prob, k, pos, dem, cap, order, succ_from_order(order),
                        rank_from_order(order), cost, cost.clone(), order.clone(),
                        torch.full((b, 2), -1, dtype=torch.long, device=dev),
-                       time_window=tw, service_time=st, pairs=pairs)
+                       time_window=tw, service_time=st, pairs=pairs, costs=costs,
+                       open_routes=instances.open_routes)
+
+
+def _state_costs(instances: RoutingInstances, k: int) -> Tensor | None:
+    """``[B, M, M]`` travel costs of the state's nodes (the ``K`` depot copies share
+    the depot's row and column), for instances with an explicit matrix or open
+    routes; ``None`` keeps the Euclidean arithmetic of ``pos``."""
+    if instances.cost_matrix is None and instances.open_routes is None:
+        return None
+    n = instances.num_nodes
+    node = torch.cat([torch.zeros(k, dtype=torch.long, device=instances.device),
+                      torch.arange(1, n, device=instances.device)])
+    return instances.costs().index_select(1, node).index_select(2, node)
 
 
 def _order_from_tours(tours: Tensor, n: int) -> tuple[Tensor, int]:
@@ -207,7 +222,7 @@ def step(state: TwoOptState, action: Tensor) -> tuple[TwoOptState, Tensor]:
     r = state.rank.gather(1, action)
     lo, hi = r.min(1).values, r.max(1).values
     order = apply_two_opt(state.order, lo, hi)
-    cost = cycle_cost(state.pos, order)
+    cost = cycle_cost(state.pos, order, state.costs)
     reward = (state.best_cost - cost).clamp(min=0)
     better = cost < state.best_cost
     # Undo of (i, j) is (i, old succ[i]): it restores both removed arcs.
@@ -219,6 +234,43 @@ def step(state: TwoOptState, action: Tensor) -> tuple[TwoOptState, Tensor]:
                   best_order=torch.where(better.unsqueeze(1), order, state.best_order),
                   last_action=undo, steps=state.steps + 1)
     return new, reward
+
+
+def move_deltas(state: TwoOptState) -> Tensor:
+    """``[B, M, M]`` exact cost change of every 2-opt move ``(i, j)`` (node ids), in
+    ``O(M^2)`` tensor work with no loop: what a best-improvement 2-opt or a
+    cost-aware policy reads.
+
+    The move at positions ``lo < hi`` swaps the arcs ``o_lo -> o_lo+1`` and
+    ``o_hi -> o_hi+1`` for ``o_lo -> o_hi`` and ``o_lo+1 -> o_hi+1`` and reverses the
+    path between. With asymmetric costs every arc inside that path changes
+    direction, so its cost becomes ``B[hi] - B[lo+1]`` instead of ``F[hi] - F[lo+1]``
+    (prefix sums of the forward arcs ``c(o_t, o_t+1)`` and the backward arcs
+    ``c(o_t+1, o_t)``); symmetric costs cancel that term. Float64.
+    """
+    b, m = state.order.shape
+    order = state.order
+    if state.costs is None:
+        xy = state.pos.gather(1, order.unsqueeze(-1).expand(b, m, 2))
+        cost = euclidean_matrix(xy).double()                    # by position, [B, M, M]
+    else:
+        flat = (order.unsqueeze(2) * m + order.unsqueeze(1)).reshape(b, m * m)
+        cost = state.costs.reshape(b, m * m).gather(1, flat).view(b, m, m).double()
+    t = torch.arange(m, device=order.device)
+    nxt = (t + 1) % m
+    fwd, bwd = cost[:, t, nxt], cost[:, nxt, t]                 # [B, M]: arc t -> t+1
+    zero = fwd.new_zeros(b, 1)
+    f = torch.cat([zero, fwd.cumsum(1)], 1)                     # F[t]: arcs before t
+    r = torch.cat([zero, bwd.cumsum(1)], 1)
+    lo, hi = t.view(m, 1), t.view(1, m)                         # positions, lo < hi used
+    inner = (r[:, hi] - r[:, (lo + 1).clamp(max=m)]) - (f[:, hi] - f[:, (lo + 1).clamp(max=m)])
+    delta = (cost[:, lo, hi] + cost[:, nxt.view(m, 1), nxt.view(1, m)]
+             - fwd[:, lo] - fwd[:, hi] + inner)                 # [B, lo, hi]
+    delta = torch.where(lo < hi, delta, delta.transpose(1, 2)).masked_fill(lo == hi, 0.0)
+    # by node ids: (i, j) is the move at positions (rank i, rank j)
+    rank = state.rank
+    return delta.gather(1, rank.unsqueeze(2).expand(b, m, m)).gather(
+        2, rank.unsqueeze(1).expand(b, m, m))
 
 
 # ------------------------------------------------------------------------ loads
@@ -322,7 +374,10 @@ def _time_window_mask_brute_force(state: TwoOptState, chunk: int = 1 << 22) -> T
         moved = apply_two_opt(order.repeat_interleave(m * m, 0), lo.repeat(bb), hi.repeat(bb))
         ok = time_window_feasible(state.pos[sl], state.time_window[sl],
                                   state.service_time[sl], moved.view(bb, m * m, m),
-                                  state.num_depots).view(bb, m, m)
+                                  state.num_depots,
+                                  None if state.costs is None else state.costs[sl],
+                                  None if state.open_routes is None
+                                  else state.open_routes[sl]).view(bb, m, m)
         rank = state.rank[sl]
         out.append(ok.gather(1, rank.unsqueeze(2).expand(bb, m, m))
                    .gather(2, rank.unsqueeze(1).expand(bb, m, m)))

@@ -56,6 +56,11 @@ class TwoOptState(BatchedState):
         service_time: ``[B, M]`` (VRPTW; 0 at the depot copies).
         pairs: ``[B, 2, P]`` long node ids of the requests' pickups (row 0) and
             deliveries (row 1) (PDTSP; ``K = 1``, so state ids are instance ids).
+        costs: ``[B, M, M]`` travel costs of the state's nodes (instances with an
+            explicit matrix or open routes; depot copies share the depot's row and
+            column); ``None``: Euclidean distances of ``pos``.
+        open_routes: ``[B]`` bool (VRPTW with open routes: the depot's closing time
+            does not bind the return); ``None``: closed.
     """
 
     problem: Problem
@@ -74,6 +79,8 @@ class TwoOptState(BatchedState):
     time_window: Tensor | None = None
     service_time: Tensor | None = None
     pairs: Tensor | None = None
+    costs: Tensor | None = None
+    open_routes: Tensor | None = None
 
     BEST_FIELDS: ClassVar[tuple[str, ...]] = ("best_cost", "best_order")
 
@@ -95,7 +102,8 @@ class TwoOptState(BatchedState):
 
 
 def time_window_feasible(pos: Tensor, time_window: Tensor, service_time: Tensor,
-                         orders: Tensor, num_depots: int) -> Tensor:
+                         orders: Tensor, num_depots: int, costs: Tensor | None = None,
+                         open_routes: Tensor | None = None) -> Tensor:
     """Whether the cycles ``orders [B, S, M]`` (``S`` candidates per instance, each
     starting at depot copy 0) respect the time windows: ``[B, S]`` bool.
 
@@ -109,15 +117,22 @@ def time_window_feasible(pos: Tensor, time_window: Tensor, service_time: Tensor,
 
     Args:
         pos: ``[B, M, 2]``; time_window: ``[B, M, 2]``; service_time: ``[B, M]``.
+        costs: ``[B, M, M]`` travel times (``None``: Euclidean of ``pos``).
+        open_routes: ``[B]`` bool: no deadline on the arrivals back at the depot.
     """
     b, s, m = orders.shape
     closed = torch.cat([orders, orders[..., :1]], -1).reshape(b, s * (m + 1))
-    xy = torch.gather(pos, 1, closed.unsqueeze(-1).expand(-1, -1, 2)).view(b, s, m + 1, 2)
     tw = torch.gather(time_window.double(), 1, closed.unsqueeze(-1).expand(-1, -1, 2))
     tw = tw.view(b, s, m + 1, 2)
     st = torch.gather(service_time.double(), 1, closed).view(b, s, m + 1)
-    step = xy[:, :, 1:] - xy[:, :, :-1]
-    tau = torch.hypot(step[..., 0], step[..., 1]).double()             # arc into t + 1
+    if costs is None:
+        xy = torch.gather(pos, 1, closed.unsqueeze(-1).expand(-1, -1, 2))
+        step = xy.view(b, s, m + 1, 2)[:, :, 1:] - xy.view(b, s, m + 1, 2)[:, :, :-1]
+        tau = torch.hypot(step[..., 0], step[..., 1]).double()         # arc into t + 1
+    else:
+        seq = closed.view(b, s, m + 1)
+        entry = (seq[..., :-1] * m + seq[..., 1:]).reshape(b, s * m)
+        tau = costs.reshape(b, m * m).gather(1, entry).view(b, s, m).double()
     is_dep = (closed < num_depots).view(b, s, m + 1)
     # Map of position t: t -> max(x + c, a); depot copies: constant e_0.
     c = torch.cat([torch.full_like(tau[..., :1], -math.inf), st[..., :-1] + tau], -1)
@@ -131,4 +146,7 @@ def time_window_feasible(pos: Tensor, time_window: Tensor, service_time: Tensor,
         shift *= 2
     arrival = a[..., :-1] + st[..., :-1] + tau                          # into t + 1
     tol = time_tolerance(time_window.abs().amax(dim=(1, 2))).view(b, 1, 1)
-    return (arrival <= tw[..., 1:, 1] + tol).all(-1)
+    due = tw[..., 1:, 1] + tol
+    if open_routes is not None:                     # open routes: no return deadline
+        due = torch.where(is_dep[..., 1:] & open_routes.view(b, 1, 1), math.inf, due)
+    return (arrival <= due).all(-1)

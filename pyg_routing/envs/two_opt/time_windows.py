@@ -89,8 +89,11 @@ def two_opt_time_window_mask(state: TwoOptState, chunk: int = 1 << 21) -> Tensor
     out = []
     for start in range(0, b, per):       # loop over chunks of instances, not instances
         sl = slice(start, start + per)
+        costs = None if state.costs is None else state.costs[sl]
+        opened = None if state.open_routes is None else state.open_routes[sl]
         out.append(_chunk_mask(state.order[sl], state.pos[sl], state.time_window[sl],
-                               state.service_time[sl], state.num_depots, plan))
+                               state.service_time[sl], state.num_depots, plan, costs,
+                               opened))
     return torch.cat(out, 0)
 
 
@@ -137,21 +140,39 @@ def _hypot(diff: Tensor) -> Tensor:
 
 
 def _chunk_mask(order: Tensor, pos: Tensor, time_window: Tensor, service_time: Tensor,
-                num_depots: int, plan: list[Tensor]) -> Tensor:
-    """Node-indexed ``[B, M, M]`` mask of one chunk of instances."""
+                num_depots: int, plan: list[Tensor], costs: Tensor | None = None,
+                open_routes: Tensor | None = None) -> Tensor:
+    """Node-indexed ``[B, M, M]`` mask of one chunk of instances; ``costs [B, M, M]``:
+    asymmetric travel times (reversed paths use the backward arcs)."""
     b, m = order.shape
     dev = order.device
     lo, hi = plan[0], plan[1]
     closed = torch.cat([order, order[:, :1]], 1).t()                      # [M+1, B]
-    xy = pos.gather(1, closed.t().unsqueeze(-1).expand(b, m + 1, 2)).transpose(0, 1)
-    dist = _hypot(xy[1:] - xy[:-1])                          # [M, B]: closed[t] -> t+1
+    if costs is None:
+        xy = pos.gather(1, closed.t().unsqueeze(-1).expand(b, m + 1, 2)).transpose(0, 1)
+
+        def travel(u: Tensor, v: Tensor) -> Tensor:           # rows of positions [S]
+            return _hypot(xy.index_select(0, v) - xy.index_select(0, u))
+    else:
+        flat = costs.reshape(b, m * m)
+
+        def travel(u: Tensor, v: Tensor) -> Tensor:
+            entry = closed.index_select(0, u) * m + closed.index_select(0, v)   # [S, B]
+            return flat.gather(1, entry.t()).t().double()
+    ahead = torch.arange(m, device=dev)
+    dist = travel(ahead, ahead + 1)                          # [M, B]: closed[t] -> t+1
+    # back[t]: closed[t + 1] -> closed[t], the arcs of reversed paths
+    back = dist if costs is None else travel(ahead + 1, ahead)
     tw = time_window.double().gather(1, closed.t().unsqueeze(-1).expand(b, m + 1, 2))
     tw = tw.transpose(0, 1)
     svc = service_time.double().gather(1, closed.t()).t()
     tol = time_tolerance(time_window.abs().amax(dim=(1, 2)))                    # [B]
     # Node summaries: arrival x -> max(x + s, e + s), x <= l + tol; depots: constant.
+    due = tw[..., 1] + tol
+    if open_routes is not None:                 # open routes: no deadline back home
+        due = torch.where((closed < num_depots) & open_routes, math.inf, due)
     elem: Summary = (torch.where(closed < num_depots, -math.inf, svc), tw[..., 0] + svc,
-                     tw[..., 1] + tol, torch.ones_like(closed, dtype=torch.bool))
+                     due, torch.ones_like(closed, dtype=torch.bool))
     ar = torch.arange(m + 1, device=dev).unsqueeze(1)
 
     # Prefix summaries pre[t] of closed[0 .. t] and suffix summaries suf[t] of
@@ -172,7 +193,7 @@ def _chunk_mask(order: Tensor, pos: Tensor, time_window: Tensor, service_time: T
     for k in range((len(plan) - 2) // 5 - 1):   # one level per round of _plan
         upper = (ar[:, 0] + (1 << k)).clamp(max=m)
         table.append(_concat(_take(table[k], upper), table[k],
-                             dist[(upper - 1).clamp(max=m - 1)]))
+                             back[(upper - 1).clamp(max=m - 1)]))
 
     # Reversed middle reverse(closed[lo+1 .. hi]) of every pair [P, B]: the blocks of
     # the binary decomposition of hi - lo, from hi downwards (see _plan).
@@ -181,7 +202,7 @@ def _chunk_mask(order: Tensor, pos: Tensor, time_window: Tensor, service_time: T
         first, f_start, join, j_start, j_end = plan[2 + 5 * k: 7 + 5 * k]
         for field, value in zip(mid, _take(level, f_start)):
             field.index_copy_(0, first, value)
-        joined = _concat(_take(mid, join), _take(level, j_start), dist.index_select(0, j_end))
+        joined = _concat(_take(mid, join), _take(level, j_start), back.index_select(0, j_end))
         for field, value in zip(mid, joined):
             field.index_copy_(0, join, value)
 
@@ -189,9 +210,9 @@ def _chunk_mask(order: Tensor, pos: Tensor, time_window: Tensor, service_time: T
     _, a_pre, _, ok_pre = _take(pre, lo)
     _, _, z_suf, ok_suf = _take(suf, hi + 1)
     c_mid, a_mid, z_mid, ok_mid = mid
-    arrive = a_pre + _hypot(xy.index_select(0, hi) - xy.index_select(0, lo))
+    arrive = a_pre + travel(lo, hi)
     leave = torch.maximum(arrive + c_mid, a_mid)
-    leave = leave + _hypot(xy.index_select(0, hi + 1) - xy.index_select(0, lo + 1))
+    leave = leave + travel(lo + 1, hi + 1)
     ok = ok_pre & ok_mid & ok_suf & (arrive <= z_mid) & (leave <= z_suf)      # [P, B]
 
     # Node-indexed: the current cycle everywhere (lo == hi), then both orders of
