@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from pyg_routing.data.evaluation import arc_lengths
 from pyg_routing.errors import InvalidInstanceError, where
 
 
@@ -127,3 +128,26 @@ def lookup_costs(flat_matrix: Tensor, src: Tensor, dst: Tensor, batch: Tensor | 
                  num_nodes: int) -> Tensor:
     """``[E]`` entries of the flattened matrices for the arcs ``src -> dst``."""
     return flat_matrix.index_select(0, flat_matrix_index(src, dst, batch, num_nodes))
+
+
+def route_arc_costs(data, raw: bool) -> Tensor | None:
+    """``[E]`` costs of the route arcs ``data.edge_index`` of a
+    :class:`~pyg_routing.data.routing_data.RoutingData` (or a PyG batch of them) by
+    the rule of this module, when some instance has an explicit matrix or open
+    routes; ``None`` for the plain Euclidean case, whose callers keep their own
+    arithmetic bit for bit. ``raw``: in original units (benchmarks), else in
+    ``pos``'s units."""
+    explicit = "travel_cost" in data
+    src, dst = data.edge_index
+    batch = getattr(data, "batch", None)
+    opened = open_arc_mask(dst, data.depot_mask, getattr(data, "open_routes", None), batch)
+    if not explicit and opened is None:
+        return None
+    if explicit:
+        flat = data.raw_travel_cost if raw and "raw_travel_cost" in data else data.travel_cost
+        costs = lookup_costs(flat, src, dst, batch, data.num_nodes)
+    elif raw and "raw_pos" in data:
+        costs = arc_lengths(data.raw_pos, src, dst, data.rounding[data._graph_of_node()[src]])
+    else:
+        costs = arc_lengths(data.pos, src, dst)
+    return costs if opened is None else costs.masked_fill(opened, 0.0)

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
-from pyg_routing.data.costs import checked_cost_matrix, lookup_costs, open_arc_mask
+from pyg_routing.data.costs import checked_cost_matrix, route_arc_costs
 from pyg_routing.data.evaluation import ROUNDING_CODES, arc_lengths, solution_cost
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import depot_angle, route_quantities
@@ -147,6 +147,10 @@ class RoutingData(Data):
                                                  torch.float64, label)
                 data.raw_service_time = as_tensor(raw_service_time, "raw_service_time",
                                                   torch.float64, label)
+        if raw_pos is not None and cost_matrix is not None and raw_cost_matrix is None:
+            # cost() and check() read original units when raw_pos is given.
+            raise InvalidInstanceError(f"{where(label)}`raw_pos` with `cost_matrix` needs "
+                                       f"`raw_cost_matrix`: the costs in original units")
         if raw_cost_matrix is not None:
             if cost_matrix is None:
                 raise InvalidInstanceError(f"{where(label)}`raw_cost_matrix` needs "
@@ -329,26 +333,9 @@ class RoutingData(Data):
         return arc_lengths(self.pos, src, dst)
 
     def _arc_costs(self, raw: bool) -> Tensor | None:
-        """``[E]`` costs of the route arcs by the rule of :mod:`.costs` when the
-        instance has an explicit matrix or open routes; ``None`` for the plain
-        Euclidean case (whose callers keep their own arithmetic, bit for bit).
-        ``raw``: in original units (benchmarks), else in ``pos``'s units."""
-        explicit = "travel_cost" in self
-        src, dst = self.edge_index
-        batch = getattr(self, "batch", None)
-        opened = open_arc_mask(dst, self.depot_mask, getattr(self, "open_routes", None),
-                               batch)
-        if not explicit and opened is None:
-            return None
-        if explicit:
-            flat = self.raw_travel_cost if raw and "raw_travel_cost" in self \
-                else self.travel_cost
-            costs = lookup_costs(flat, src, dst, batch, self.num_nodes)
-        elif raw and "raw_pos" in self:
-            costs = arc_lengths(self.raw_pos, src, dst, self.rounding[self._graph_of_node()[src]])
-        else:
-            costs = arc_lengths(self.pos, src, dst)
-        return costs if opened is None else costs.masked_fill(opened, 0.0)
+        """``[E]`` route-arc costs by the rule of :mod:`.costs` (``None`` for plain
+        Euclidean instances); ``raw``: in original units."""
+        return route_arc_costs(self, raw)
 
     def cost(self) -> Tensor:
         """Objective value: a scalar tensor, or ``[num_graphs]`` for a ``Batch``.

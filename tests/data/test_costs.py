@@ -190,6 +190,9 @@ def test_open_routes_and_raw_matrix_options_are_checked():
         RoutingData.from_instance("tsp", _pos(), open_routes=True)
     with pytest.raises(InvalidInstanceError, match="`raw_cost_matrix` needs `cost_matrix`"):
         _cvrp(_pos(), raw_cost_matrix=torch.ones(6, 6))
+    with pytest.raises(InvalidInstanceError, match="`raw_pos` with `cost_matrix` needs "
+                                                   "`raw_cost_matrix`"):
+        _cvrp(_pos(), cost_matrix=torch.ones(6, 6), raw_pos=_pos() * 100)
     with pytest.raises(TypeError, match="index the batch"):
         Batch.from_data_list([_cvrp(_pos())]).cost_matrix  # noqa: B018
 
