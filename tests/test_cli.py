@@ -59,3 +59,32 @@ def test_probe_command_prints_ours_beside_the_paper(tmp_path, capsys):
                        "20", "--instances", "6", "--solver", "nearest_neighbor", "--root",
                        str(tmp_path), "--no-progress")
     assert "paper" in out and "0.81" in out
+
+
+def test_generate_and_solve_asymmetric_open_instances(tmp_path, capsys):
+    from pyg_routing.data import RoutingDataset, make_generator
+
+    root = str(tmp_path)
+    opts = ["--problem", "vrptw", "--num-customers", "6", "--num-instances", "2",
+            "--costs", "streets", "--grid", "4", "--open-routes", "--root", root]
+    code, out, _ = run(capsys, "solve", *opts, "--solver", "pyvrp", "--time-limit", "0.1",
+                       "--workers", "1", "--no-progress", "--json")
+    assert code == 0 and json.loads(out)["summary"]["feasible_fraction"] == 1.0
+    kwargs = dict(costs="streets", grid=4, open_routes=True)
+    ds = RoutingDataset(root, "vrptw", 6, 2, seed=0, generator_kwargs=kwargs, solver="pyvrp",
+                        time_limit=0.1, num_workers=1, progress=False)
+    fresh = make_generator("vrptw", 6, seed=0, **kwargs).sample(2)
+    assert ds[1].cost_matrix.equal(fresh[1].cost_matrix) and bool(ds[1].open_routes)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--problem", "tsp", "--open-routes"], "problem 'tsp' has no generator option "
+                                            "'open_routes'"),
+    (["--grid", "4"], "grid and one_way apply to costs='streets' only"),
+    (["--preset", "nds", "--costs", "streets"], "of preset 'nds' has no generator option "
+                                                "'costs'"),
+])
+def test_cost_options_that_do_not_apply_are_refused(argv, message, tmp_path, capsys):
+    code, out, err = run(capsys, "generate", "--num-instances", "1", "--root", str(tmp_path),
+                         *argv)
+    assert code == 2 and message in err and out == ""
