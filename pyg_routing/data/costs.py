@@ -151,3 +151,40 @@ def route_arc_costs(data, raw: bool) -> Tensor | None:
     else:
         costs = arc_lengths(data.pos, src, dst)
     return costs if opened is None else costs.masked_fill(opened, 0.0)
+
+
+def asymmetric_rows(costs: Tensor) -> Tensor:
+    """``[B]`` bool: whether each ``[B, N, N]`` cost matrix differs from its transpose."""
+    return (costs != costs.transpose(1, 2)).flatten(1).any(1)
+
+
+def asymmetric_graphs(flat_matrix: Tensor, batch: Tensor | None, num_nodes: int,
+                      num_graphs: int) -> Tensor:
+    """``[G]`` bool: whether each graph's flattened matrix (concatenated as in
+    :class:`~pyg_routing.data.routing_data.RoutingData`) is asymmetric; no loop over
+    graphs (each entry is compared with its transposed entry)."""
+    dev = flat_matrix.device
+    counts = torch.bincount(batch, minlength=num_graphs) if batch is not None else \
+        torch.tensor([num_nodes], device=dev)
+    square = counts * counts
+    graph = torch.repeat_interleave(torch.arange(counts.numel(), device=dev), square)
+    base = torch.cumsum(square, 0) - square
+    local = torch.arange(flat_matrix.numel(), device=dev) - base[graph]
+    n = counts[graph]
+    transposed = base[graph] + (local % n) * n + local // n
+    differs = flat_matrix != flat_matrix[transposed]
+    return torch.zeros(counts.numel(), dtype=torch.bool, device=dev).index_put_(
+        (graph[differs],), torch.ones((), dtype=torch.bool, device=dev))
+
+
+def direction_sensitive(problem_sensitive: Tensor, asymmetric: Tensor | None,
+                        open_routes: Tensor | None) -> Tensor:
+    """``[G]`` bool: whether a route can be told from its reversal -- by the problem's
+    constraints (:attr:`Problem.direction_sensitive`), by an asymmetric matrix (the
+    reversal costs differently) or by open routes (the reversal starts elsewhere).
+    What ``direction="auto"`` of IPE reads."""
+    out = problem_sensitive
+    for extra in (asymmetric, open_routes):
+        if extra is not None:
+            out = out | extra.reshape(-1).to(torch.bool)
+    return out

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from pyg_routing.data.costs import asymmetric_rows, direction_sensitive
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.data.route_quantities import route_quantities as _route_quantities
 from pyg_routing.envs.tours import cycle_arc_costs
@@ -30,7 +31,7 @@ Arcs = Tensor | Callable[[], Tensor]
 
 
 def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
-                    direction_sensitive: bool, graph_arcs: Arcs, graph_size: int, *,
+                    direction_sensitive: bool | Tensor, graph_arcs: Arcs, graph_size: int, *,
                     batch: Tensor | None = None, graph_batch: Tensor | None = None,
                     graph_depot_mask: Tensor | None = None,
                     graph_node: Tensor | None = None, demand: Tensor | None = None,
@@ -41,7 +42,7 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
         rq: the solutions' route quantities, flat ``[G * M]``.
         depot_mask: ``[G * M]`` bool, True at depots (and depot copies).
         direction_sensitive: whether the problem tells a route from its reversal
-            (IPE's ``direction="auto"``).
+            (IPE's ``direction="auto"``): one bool, or ``[G]`` per solution.
         graph_arcs: the route graph's arcs ``[2, E]`` over ``G * graph_size`` nodes (or a
             function computing them: only the graph encodings read them).
         graph_size: nodes per graph of the route graph (``M``, or fewer when depot
@@ -63,7 +64,8 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
 
     return EncodingInputs(
         depot_angle=rq.depot_angle, depot_mask=depot_mask,
-        direction_sensitive=torch.full((num_graphs,), direction_sensitive, device=dev),
+        direction_sensitive=direction_sensitive.to(dev) if isinstance(direction_sensitive, Tensor)
+        else torch.full((num_graphs,), direction_sensitive, device=dev),
         batch=torch.arange(num_graphs, device=dev).repeat_interleave(m) if batch is None
         else batch,
         route_pos=rq.route_pos, route_id=rq.route_id, cum_dist=rq.cum_dist,
@@ -120,8 +122,12 @@ def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
         return torch.stack([(orig + offsets).reshape(-1),
                             (orig.roll(-1, dims=1) + offsets).reshape(-1)])
 
-    return encoding_inputs(rq, state.depot_mask.reshape(-1), b,
-                           state.problem.direction_sensitive, merged_arcs, n,
+    costs = getattr(state, "costs", None)
+    aware: bool | Tensor = state.problem.direction_sensitive
+    if costs is not None:      # an asymmetric matrix or open routes tell the direction
+        aware = direction_sensitive(torch.full((b,), aware, device=dev), asymmetric_rows(costs),
+                                    getattr(state, "open_routes", None))
+    return encoding_inputs(rq, state.depot_mask.reshape(-1), b, aware, merged_arcs, n,
                            graph_node=(offsets + graph_node).reshape(-1),
                            demand=_flat_demand(state), dtype=dtype)
 

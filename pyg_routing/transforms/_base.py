@@ -18,6 +18,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.transforms import BaseTransform
 from torch_geometric.transforms.add_positional_encoding import add_node_attr
 
+from pyg_routing.data.costs import asymmetric_graphs, direction_sensitive
 from pyg_routing.data.problems import Problem
 from pyg_routing.errors import NoSolutionError
 from pyg_routing.functional._route_graph import RouteGraph, route_graph_from_data
@@ -72,6 +73,10 @@ class EncodingInputs:
         probs = data.problem if isinstance(data.problem, list) else [data.problem]
         aware = torch.tensor([Problem.parse(p).direction_sensitive for p in probs],
                              device=data.pos.device)
+        asym = None if "travel_cost" not in data else asymmetric_graphs(
+            data.travel_cost, data.batch if isinstance(data, Batch) else None,
+            data.num_nodes, len(probs))
+        aware = direction_sensitive(aware, asym, getattr(data, "open_routes", None))
         solved = "route_pos" in data
         return cls(
             depot_angle=data.depot_angle, depot_mask=data.depot_mask,

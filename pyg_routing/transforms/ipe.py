@@ -33,7 +33,9 @@ class IPE(NodeEncoding):
         direction: ``"aware"`` (interleaved sin/cos, distinguishes a route from its
             reversal), ``"invariant"`` (cosines only, reversal-invariant) or
             ``"auto"`` (the paper's choice: invariant for TSP/CVRP, aware for
-            VRPTW, PCVRP, PDTSP and PDPTW; decided per graph of a batch).
+            VRPTW, PCVRP, PDTSP and PDPTW; and aware for any instance with an
+            asymmetric cost matrix or open routes, where a reversal costs
+            differently; decided per graph of a batch).
         frequencies: ``"harmonic"`` (default, ``ω_k = k + 1``: exactly circular and
             reversal-invariant) or ``"geometric"`` (``ω_k = base^(-2k/dim)`` as
             printed in the paper, which breaks both properties).
@@ -91,7 +93,7 @@ class IPE(NodeEncoding):
                            route_pos=inputs.route_pos, **kwargs)
         if self.direction != "auto":
             return encode(self.direction)
-        # "auto", resolved here only: per graph, from its problem.
+        # "auto", resolved here only: per graph, from its problem and costs.
         aware = inputs.direction_sensitive
         if bool(aware.all()) or not bool(aware.any()):
             return encode("aware" if bool(aware.all()) else "invariant")

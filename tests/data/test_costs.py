@@ -317,3 +317,43 @@ def test_options_a_generator_lacks_are_refused_by_name():
     with pytest.raises(InvalidInstanceError, match="problem 'cvrp' of preset 'nds' has no "
                                                    "generator option 'open_routes'"):
         make_generator("cvrp", 100, preset="nds", open_routes=True)
+
+
+# ------------------------------------------------------------ IPE's direction="auto"
+def test_auto_direction_is_aware_for_asymmetric_or_open_instances():
+    from pyg_routing.data.costs import asymmetric_graphs
+    from pyg_routing.transforms import EncodingInputs
+
+    pos = _pos()
+    sym = RoutingData.from_routes(_cvrp(pos, cost_matrix=_norm_matrix(pos)), ROUTES)
+    asym = RoutingData.from_routes(_cvrp(pos, cost_matrix=_asym(pos)), ROUTES)
+    opened = RoutingData.from_routes(_cvrp(pos, open_routes=True), ROUTES)
+    plain = RoutingData.from_routes(_cvrp(pos), ROUTES)
+    for data, aware in ((sym, False), (asym, True), (opened, True), (plain, False)):
+        assert EncodingInputs.from_data(data).direction_sensitive.tolist() == [aware]
+    small = _pos(4, 9)
+    tiny = RoutingData.from_routes(_cvrp(small, cost_matrix=_asym(small)), [[1, 2, 3]])
+    batch = Batch.from_data_list([sym, tiny, asym, sym])
+    assert EncodingInputs.from_data(batch).direction_sensitive.tolist() == [False, True,
+                                                                            True, False]
+    assert asymmetric_graphs(batch.travel_cost, batch.batch, batch.num_nodes,
+                             4).tolist() == [False, True, True, False]
+
+
+def test_ipe_auto_follows_the_costs_in_the_transform_and_the_search():
+    from pyg_routing.envs.observation import tour_encoding_inputs
+    from pyg_routing.envs.two_opt.env import TwoOptEnv
+    from pyg_routing.transforms import IPE
+
+    pos = _pos()
+    asym = RoutingData.from_routes(_cvrp(pos, cost_matrix=_asym(pos)), ROUTES)
+    auto = IPE(dim=8)(asym.clone()).ipe
+    assert torch.equal(auto, IPE(dim=8, direction="aware")(asym.clone()).ipe)
+    assert not torch.equal(auto, IPE(dim=8, direction="invariant")(asym.clone()).ipe)
+    inst = RoutingInstances(Problem.CVRP, pos[None], demand=asym.demand[None],
+                            capacity=asym.capacity, cost_matrix=_asym(pos)[None])
+    state = TwoOptEnv().reset(inst, init="nearest_neighbor")
+    assert tour_encoding_inputs(state).direction_sensitive.tolist() == [True]
+    inst.cost_matrix = _norm_matrix(pos)[None]           # symmetric: invariant again
+    state = TwoOptEnv().reset(inst, init="nearest_neighbor")
+    assert tour_encoding_inputs(state).direction_sensitive.tolist() == [False]

@@ -140,7 +140,8 @@ def _attempt(kind, w, a, dist, dem, cap_tol, pz, tw, svc, t0, succ, first, last,
     oarc, odep, ola = cf[OARC], cf[ODEP], cf[OLA]
     for q in range(m):
         c = ku[ORDER, q]
-        dc_row = dist[c]
+        dc_row = dist[c]                  # d(c, .): arcs out of c
+        dc_col = dist[:, c]               # d(., c): arcs into c (asymmetric costs)
         dcst = dem[c]
         pc = pz[c]
         best = np.inf
@@ -153,14 +154,14 @@ def _attempt(kind, w, a, dist, dem, cap_tol, pz, tw, svc, t0, succ, first, last,
                 t = tu[OLD, qq]
                 if tu[TAKEN, t] == ast or load[t] + dcst > cap_tol:
                     continue
-                nb_, p_ = _scan(kind, dc_row, pc, tw[c, 0], tw[c, 1], svc[c], t0, l0, first[t],
-                                succ, oarc, tf[ORET, t], odep, ola, best)
+                nb_, p_ = _scan(kind, dc_col, dc_row, pc, tw[c, 0], tw[c, 1], svc[c], t0, l0,
+                                first[t], succ, oarc, tf[ORET, t], odep, ola, best)
                 if p_ >= 0:
                     best, bold, bi, bp = nb_, t, -1, p_
         for i in range(cnt[NC + w]):
             if kf[WLOAD + w, i] + dcst > cap_tol:
                 continue
-            nb_, p_ = _scan(kind, dc_row, pc, tw[c, 0], tw[c, 1], svc[c], t0, l0,
+            nb_, p_ = _scan(kind, dc_col, dc_row, pc, tw[c, 0], tw[c, 1], svc[c], t0, l0,
                             ku[WHEAD + w, i], wsucc, warc, kf[WRET + w, i], wdep, wla, best)
             if p_ >= 0:
                 best, bold, bi, bp = nb_, -1, i, p_
@@ -172,7 +173,7 @@ def _attempt(kind, w, a, dist, dem, cap_tol, pz, tw, svc, t0, succ, first, last,
                 bi = _take_old(kind, w, bold, succ, first, last, size, load, cnt, cu, cf, tu,
                                tf, ku, kf)
             _insert(kind, w, bi, c, bp, dist, dem, tw, svc, t0, cu, cf, ku, kf)
-        elif kind != PCVRP or (dc_row[0] + dist[c, 0]) - pc < 0.0 or urow[coin0 + q] < 0.5:
+        elif kind != PCVRP or (dist[0, c] + dist[c, 0]) - pc < 0.0 or urow[coin0 + q] < 0.5:
             i = _new_tour(w, -1, cnt, ku, kf)
             _insert(kind, w, i, c, 0, dist, dem, tw, svc, t0, cu, cf, ku, kf)
         else:

@@ -76,17 +76,20 @@ def tw_insertion_ok(dep_p, d_pc, d_cn, ec, lc, sc, la_n):
 
 
 @njit(cache=True)
-def _scan(kind, dc_row, pc, ec, lc, sc, t0, l0, head, nxt, arc, ret, dep, la, best):
+def _scan(kind, dc_col, dc_row, pc, ec, lc, sc, t0, l0, head, nxt, arc, ret, dep, la, best):
     """Best insertion of customer c into one tour, given the best cost so far.
 
     Positions are walked from the depot (``p = 0`` before the first customer) to the
     return (``n = 0``); the cost is ``d(p,c) + d(c,n) - d(p,n)`` (``- p_c`` for PCVRP),
     and only a STRICTLY smaller cost replaces ``best``, so the first position wins ties.
+    Direction-correct for asymmetric costs: ``dc_col[p] = d(p, c)`` (column ``c``),
+    ``dc_row[n] = d(c, n)`` (row ``c``), ``arc[n] = d(p, n)`` (``ret = d(last, 0)``).
 
     VRPTW feasibility in O(1) per position (forward time slack): ``dep[v]`` is the
     departure time from ``v`` in the tour's schedule, ``la[v]`` the latest arrival
     at ``v`` that keeps the rest of the tour feasible (``la = min(l_v, la_next -
-    d(v, next) - s_v)``, ``l_0`` at the return). Inserting c after p is feasible iff
+    d(v, next) - s_v)``, ``l_0`` at the return: ``+inf`` on open-route instances,
+    :attr:`~.problem.ProblemArrays.schedule_tw`). Inserting c after p is feasible iff
     ``arrive_c = dep_p + d(p, c) <= l_c`` and ``max(arrive_c, e_c) + s_c + d(c, n)
     <= la[n]``. It is checked only for positions that would beat ``best`` (lazy, as
     in NDS).
@@ -100,11 +103,11 @@ def _scan(kind, dc_row, pc, ec, lc, sc, t0, l0, head, nxt, arc, ret, dep, la, be
     n = head
     while True:
         a = arc[n] if n != 0 else ret
-        cost = (dc_row[p] + dc_row[n]) - a
+        cost = (dc_col[p] + dc_row[n]) - a
         if kind == PCVRP:
             cost = cost - pc
         if cost < best and (kind != VRPTW or tw_insertion_ok(
-                t0 if p == 0 else dep[p], dc_row[p], dc_row[n], ec, lc, sc,
+                t0 if p == 0 else dep[p], dc_col[p], dc_row[n], ec, lc, sc,
                 l0 if n == 0 else la[n])):
             best = cost
             bp = p

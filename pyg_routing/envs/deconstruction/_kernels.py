@@ -40,6 +40,10 @@ def sets_kernel(mode, all_tours, kind, dist, demand, capacity, prize_of, tw, ser
     * EVALUATE: ``out_cost[s, r] = cost[s] + Δ_r`` against the unchanged slot.
     * COMMIT: re-run set ``which[s]`` (skip if ``< 0``) and commit it unconditionally.
 
+    ``dist [I, N+1, N+1]``: travel costs, ``dist[i, a, b]`` of the arc ``a -> b``
+    (possibly asymmetric); ``tw``: :attr:`~.problem.ProblemArrays.schedule_tw` (the
+    return deadline ``+inf`` on open-route instances).
+
     ``all_tours`` lets the repair insert into untouched tours too (NDS's
     ``insertInNewToursOnly = False``): the start solutions are SA at ``T = 0`` with
     ``recreate_n = 1`` in this mode, from singleton tours.

@@ -258,7 +258,7 @@ def _walk(state: ToursArrays, arrays: ProblemArrays, nheads: np.ndarray) -> None
             raise InfeasibleSolutionError(
                 f"{at(int(ss[k]), int(tt[k]), c)}the vehicle arrives after the time window "
                 f"closes at {arrays.tw[inst[k], c, 1]:g}")
-        back = dep + ret > arrays.tw[inst, 0, 1] + tol
+        back = dep + ret > arrays.schedule_tw[inst, 0, 1] + tol    # +inf: open routes
         if back.any():
             k = int(np.argmax(back))
             raise InfeasibleSolutionError(

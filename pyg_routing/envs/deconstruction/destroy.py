@@ -104,7 +104,8 @@ def neighbour_table(arrays: ProblemArrays, width: int | None = None) -> np.ndarr
     """``int32 [I, N+1, width]`` neighbour lists from ``arrays.dist``.
 
     Row ``c >= 1`` of instance ``i``: ``c`` itself, then the other customers by
-    increasing ``dist[i, c]``, ties by id; row 0: the customers by distance from the
+    increasing ``dist[i, c]`` (the arcs OUT of ``c``: an asymmetric matrix is used as
+    given), ties by id; row 0: the customers by distance from the
     depot. The depot never appears. ``width`` (default ``N``) keeps the first columns.
     One stable argsort per instance (``O(N^2 log N)``), done once per arrays object by
     the providers' caches; memory ``4 I (N+1) width`` bytes.
@@ -153,7 +154,7 @@ def check_destroy(destroy: Any, where: str, extra: str = "") -> DestroyProvider:
 class RandomDestroy:
     """A uniformly random seed customer and its ``k - 1`` nearest customers.
 
-    Each set is ``[seed, 1st nearest, ..., (k-1)-th nearest]`` (by ``arrays.dist``,
+    Each set is ``[seed, 1st nearest, ..., (k-1)-th nearest]`` (by ``arrays.dist[seed]``,
     ties by id, never the depot), whatever the solution (PCVRP: visited or not). The
     neighbour lists are cached per arrays object; sampling is one vectorized gather.
 
@@ -202,7 +203,9 @@ class SISRDestroy:
        may yield 0 strings).
     3. Seed: ``1 + ⌊u_1 N⌋``, any customer.
     4. Walk the seed's neighbour list (seed first, then by distance, ties by id; NDS's
-       unstable ``std::sort`` leaves ties unspecified; the depot skipped). Stop once
+       unstable ``std::sort`` leaves ties unspecified; the depot skipped). With an
+       asymmetric cost matrix the matrix is used as given: the distance of ``v`` from
+       the seed is ``dist[seed, v]``, the cost of the arc seed -> ``v``. Stop once
        ``ks`` tours are ruined (PCVRP: also once more than ``2 c̄`` customers are
        removed). A customer ``c`` whose tour is not yet ruined ruins it with one
        string:

@@ -101,6 +101,10 @@ class DeconstructionEnv(RoutingEnv):
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     #: NDS's start solution is the only initial-solution rule
     inits: ClassVar[tuple[str, ...]] = ("nds",)
+    #: the search reads every arc in its driven direction (asymmetric matrices) and
+    #: lets open routes end at their last customer (:mod:`.problem`); the policy's
+    #: observation stays the coordinates'
+    cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean", "explicit", "open")
 
     def __init__(self, recreate_n: int = 5) -> None:
         self.recreate_n = check_recreate_n(recreate_n)

@@ -28,14 +28,22 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import not_a_batch
 from pyg_routing.envs.deconstruction.destroy import PerArraysCache, check_propose
 from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
-from pyg_routing.envs.deconstruction.problem import ProblemArrays, arrays_mismatch
+from pyg_routing.envs.deconstruction.problem import (
+    ProblemArrays,
+    arrays_mismatch,
+    depot_rows,
+    open_flags,
+)
 from pyg_routing.envs.deconstruction.state import ToursState
 from pyg_routing.errors import InvalidInstanceError
 
 
-def _mismatch(features: NDSFeatures, arrays: ProblemArrays) -> str | None:
-    """Why ``arrays`` are not the instances of ``features`` (``None``: they are)."""
-    return arrays_mismatch(arrays, features.problem, features.pos[0])   # identity copy
+def _mismatch(features: NDSFeatures, arrays: ProblemArrays, rows: np.ndarray | None,
+              opened: np.ndarray) -> str | None:
+    """Why ``arrays`` are not the instances of ``features`` (``None``: they are);
+    ``rows``, ``opened``: the instances' :func:`depot_rows` and :func:`open_flags`."""
+    return arrays_mismatch(arrays, features.problem, features.pos[0],   # identity copy
+                           rows, opened)
 
 
 class PolicyDestroy:
@@ -80,7 +88,9 @@ class PolicyDestroy:
         self._autocast = autocast
         self.features = NDSFeatures.from_instances(instances, device=self.device,
                                                    symmetry=symmetry)
-        self._mismatch = PerArraysCache(lambda arrays: _mismatch(self.features, arrays))
+        rows, opened = depot_rows(instances), open_flags(instances)
+        self._mismatch = PerArraysCache(
+            lambda arrays: _mismatch(self.features, arrays, rows, opened))
 
     @property
     def device(self) -> torch.device:

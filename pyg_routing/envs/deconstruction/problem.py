@@ -8,6 +8,13 @@ The distance matrix is computed once per instance. The 8 dihedral augmentations 
 an instance have the same distances, so several solution slots of a
 :class:`~pyg_routing.envs.deconstruction.state.ToursState` share one instance row.
 Memory: ``8 (N + 1)^2`` bytes per instance (32 MB at N = 2000).
+
+Travel costs follow the rule of :mod:`pyg_routing.data.costs`: ``dist[i, a, b]`` is
+the cost (and travel time) of the arc ``a -> b``, an explicit matrix's entry when the
+instance has one (possibly ASYMMETRIC: every reader uses ``dist[a, b]`` for the arc
+``a -> b``, never ``dist[b, a]``), else the Euclidean distance; the column of the depot
+is zero on open-route instances, whose return deadline (the depot's closing time) does
+not bind (:attr:`ProblemArrays.schedule_tw`).
 """
 
 from __future__ import annotations
@@ -47,9 +54,9 @@ def euclidean_distances(pos: np.ndarray) -> np.ndarray:
     """``[I, N+1, N+1]`` float64 Euclidean distances of ``pos [I, N+1, 2]``.
 
     ``sqrt(dx^2 + dy^2)`` with ``dx = x_i - x_j``: negating a float is exact, so the
-    matrix is symmetric bit for bit (``d[i, j] == d[j, i]``), which the repair relies
-    on (it reads row ``c`` for both ``d(p, c)`` and ``d(c, n)``). Built one instance
-    at a time to keep the peak memory at one matrix.
+    matrix is symmetric bit for bit (``d[i, j] == d[j, i]``); the repair does not rely
+    on it (it reads ``d[p, c]`` and ``d[c, n]``). Built one instance at a time to keep
+    the peak memory at one matrix.
     """
     out = np.empty((pos.shape[0], pos.shape[1], pos.shape[1]), dtype=np.float64)
     for i in range(pos.shape[0]):  # one matrix at a time: no [I, N, N, 2] temporary
@@ -59,18 +66,47 @@ def euclidean_distances(pos: np.ndarray) -> np.ndarray:
     return out
 
 
+def instance_distances(instances: RoutingInstances, pos: np.ndarray) -> np.ndarray:
+    """``[I, N+1, N+1]`` float64 travel costs of ``instances`` by the rule of
+    :mod:`pyg_routing.data.costs` (``pos``: their float64 coordinates).
+
+    Coordinates only: :func:`euclidean_distances` (the arithmetic of the Euclidean
+    path, unchanged). An explicit matrix: its entries as given (diagonal zero), in
+    float64. Open routes: the depot column of either set to zero.
+    """
+    if instances.cost_matrix is None:
+        dist = euclidean_distances(pos)
+    else:
+        dist = instances.cost_matrix.detach().cpu().to(dtype=torch.float64).numpy().copy()
+        node = np.arange(dist.shape[1])
+        dist[:, node, node] = 0.0                  # the diagonal is ignored
+    opened = open_flags(instances)
+    if opened.any():
+        dist[opened, :, 0] = 0.0                   # the vehicle ends at its last customer
+    return dist
+
+
+def open_flags(instances: RoutingInstances) -> np.ndarray:
+    """``bool [I]`` the instances with open routes."""
+    if instances.open_routes is None:
+        return np.zeros(len(instances), dtype=bool)
+    return instances.open_routes.detach().cpu().reshape(-1).numpy().astype(bool)
+
+
 @dataclass
 class ProblemArrays:
     """Instance data of ``I`` same-size instances for the NDS repair (numpy, float64).
 
     Attributes:
         kind: :data:`CVRP`, :data:`VRPTW` or :data:`PCVRP`.
-        dist: ``[I, N+1, N+1]`` symmetric distances.
+        dist: ``[I, N+1, N+1]`` travel costs, ``dist[i, a, b]`` of the arc ``a -> b``
+            (possibly asymmetric; zero into the depot with open routes).
         demand: ``[I, N+1]`` (depot 0).
         capacity: ``[I]``.
         tw: ``[I, N+1, 2]`` time windows ``(e, l)`` (VRPTW; zeros otherwise).
         service: ``[I, N+1]`` service times (VRPTW; zeros otherwise).
         prize: ``[I, N+1]`` prizes (PCVRP; zeros otherwise).
+        open_routes: ``bool [I]`` open-route instances (default: none).
 
     VRPTW schedules leave the depot at ``tw[i, 0, 0] + service[i, 0]`` (``0`` for
     every NDS and generator instance, NDS's ``t = 0``), the convention of
@@ -84,6 +120,24 @@ class ProblemArrays:
     tw: np.ndarray
     service: np.ndarray
     prize: np.ndarray
+    open_routes: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.open_routes is None:
+            self.open_routes = np.zeros(self.dist.shape[0], dtype=bool)
+        self.open_routes = np.asarray(self.open_routes, dtype=bool).reshape(-1)
+
+    @property
+    def schedule_tw(self) -> np.ndarray:
+        """The windows the VRPTW schedules are checked against (what the kernels and the
+        reference read): :attr:`tw`, except that the depot's closing time, the return
+        deadline, is ``+inf`` on open-route instances (the vehicle does not return, so
+        the deadline does not bind). :attr:`tw` itself when no instance is open."""
+        if not self.open_routes.any():
+            return self.tw
+        out = self.tw.copy()
+        out[self.open_routes, 0, 1] = np.inf
+        return out
 
     @property
     def num_instances(self) -> int:
@@ -125,12 +179,13 @@ class ProblemArrays:
                 return np.zeros(shape, dtype=np.float64)
             return np.ascontiguousarray(value.detach().cpu().to(dtype=torch.float64).numpy())
 
-        arrays = cls(kind=KIND_OF_PROBLEM[prob], dist=euclidean_distances(pos),
+        arrays = cls(kind=KIND_OF_PROBLEM[prob], dist=instance_distances(instances, pos),
                      demand=field(instances.demand, (b, n1)),
                      capacity=field(instances.capacity, (b,)).reshape(b),
                      tw=field(instances.time_window, (b, n1, 2)),
                      service=field(instances.service_time, (b, n1)),
-                     prize=field(instances.prize, (b, n1)))
+                     prize=field(instances.prize, (b, n1)),
+                     open_routes=open_flags(instances))
         if arrays.kind == VRPTW:
             arrays.check_servable()
         return arrays
@@ -143,17 +198,18 @@ class ProblemArrays:
         feasibility.unservable_alone`, allows ``TIME_RTOL``; a customer late by less than
         that passes it but cannot be inserted by the repair) (leave the depot
         at ``t0``, arrive ``t0 + d(0, c) <= l_c``, depart ``max(arrive, e_c) + s_c``,
-        return by ``l_0``), vectorized over all instances and customers.
+        return by ``l_0``, not checked on open-route instances), vectorized over all
+        instances and customers. Direction-correct: out ``d(0, c)``, back ``d(c, 0)``.
 
         Raises:
             InvalidInstanceError: naming the first offending instance and customer.
         """
-        d0 = self.dist[:, 0, 1:]                                     # [I, N]
+        out, home = self.dist[:, 0, 1:], self.dist[:, 1:, 0]        # [I, N] each
         t0 = self.tw[:, 0, 0] + self.service[:, 0]                  # [I]
-        arrive = t0[:, None] + d0
+        arrive = t0[:, None] + out
         late = arrive > self.tw[:, 1:, 1]
-        back = (np.maximum(arrive, self.tw[:, 1:, 0]) + self.service[:, 1:]) + d0
-        too_late_back = back > self.tw[:, 0:1, 1]
+        back = (np.maximum(arrive, self.tw[:, 1:, 0]) + self.service[:, 1:]) + home
+        too_late_back = back > self.schedule_tw[:, 0:1, 1]
         bad = late | too_late_back
         if not bad.any():
             return
@@ -163,24 +219,46 @@ class ProblemArrays:
             float(self.tw[i, c + 1, 1]), float(self.tw[i, 0, 1])))
 
 
-def arrays_mismatch(arrays: ProblemArrays, problem: Problem | str, pos: torch.Tensor
+def depot_rows(instances: RoutingInstances) -> np.ndarray | None:
+    """``float64 [I, N+1]`` travel costs from the depot of instances with an explicit
+    matrix (``None`` for coordinates: :func:`arrays_mismatch` recomputes them)."""
+    if instances.cost_matrix is None:
+        return None
+    rows = instances.cost_matrix[:, 0].detach().cpu().to(dtype=torch.float64).numpy().copy()
+    rows[:, 0] = 0.0
+    return rows
+
+
+def arrays_mismatch(arrays: ProblemArrays, problem: Problem | str, pos: torch.Tensor,
+                    rows: np.ndarray | None = None, open_routes: np.ndarray | None = None
                     ) -> str | None:
     """Why ``arrays`` are not the arrays of the ``problem`` instances at ``pos [I, M, 2]``
-    (counts, problem, or the distances from the depot recomputed from the
-    coordinates, naming the first instance that differs), or ``None`` if they are."""
+    (counts, problem, open routes, or the costs from the depot: ``rows`` of
+    :func:`depot_rows` for explicit matrices, else recomputed from the coordinates,
+    naming the first instance that differs), or ``None`` if they are.
+    ``open_routes``: the instances' :func:`open_flags` (``None``: all closed)."""
     prob = Problem.parse(problem)
     shape = (arrays.num_instances, arrays.num_customers + 1)
     if tuple(pos.shape[:2]) != shape or KIND_OF_PROBLEM.get(prob) != arrays.kind:
         return (f"the arrays hold {shape[0]} {arrays.problem.value} instance(s) of "
                 f"{shape[1] - 1} customers, the instances are {pos.shape[0]} {prob.value} of "
                 f"{pos.shape[1] - 1}")
-    pos = pos.detach().double().cpu()
-    d0 = (pos - pos[:, :1]).norm(dim=-1).numpy()
+    opened = np.zeros(shape[0], bool) if open_routes is None else open_routes
+    if (opened != arrays.open_routes).any():
+        i = int(np.argmax(opened != arrays.open_routes))
+        return (f"{where(i)}the arrays have {'open' if arrays.open_routes[i] else 'closed'} "
+                f"routes, the instance has {'open' if opened[i] else 'closed'} ones")
+    if rows is None:
+        pos = pos.detach().double().cpu()
+        d0 = (pos - pos[:, :1]).norm(dim=-1).numpy()
+        given = "the coordinates give"
+    else:
+        d0, given = rows, "the cost matrix gives"
     off = ~np.isclose(d0, arrays.dist[:, 0], rtol=0, atol=DIST_ATOL)
     if off.any():
         i, c = (int(x) for x in np.argwhere(off)[0])
         return (f"{where(i, node=c)}the arrays' distance from the depot is "
-                f"{arrays.dist[i, 0, c]:.6g}, the coordinates give {d0[i, c]:.6g}")
+                f"{arrays.dist[i, 0, c]:.6g}, {given} {d0[i, c]:.6g}")
     return None
 
 
@@ -191,7 +269,8 @@ def check_arrays_of(arrays: ProblemArrays, instances: RoutingInstances, who: str
         raise TypeError(f"{who}: `arrays` must be the instances' ProblemArrays "
                         f"(ProblemArrays.from_instances(instances)), got "
                         f"{type(arrays).__name__}")
-    why = arrays_mismatch(arrays, instances.problem, instances.pos)
+    why = arrays_mismatch(arrays, instances.problem, instances.pos, depot_rows(instances),
+                          open_flags(instances))
     if why is not None:
         raise InvalidInstanceError(f"{who}: `arrays` belong to other instances: {why}; build "
                                    f"them with ProblemArrays.from_instances(instances)")

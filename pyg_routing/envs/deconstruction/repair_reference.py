@@ -31,7 +31,12 @@ Tours = list[list[int]]
 
 
 class ReferenceInstance:
-    """One instance as Python lists (distance rows, demands, windows, ...)."""
+    """One instance as Python lists (distance rows, demands, windows, ...).
+
+    ``d[a][b]`` is the cost of the arc ``a -> b`` (possibly asymmetric; zero into the
+    depot with open routes): every expression below reads the arcs in the direction
+    the vehicle drives them.
+    """
 
     def __init__(self, arrays: ProblemArrays, i: int) -> None:
         self.kind = arrays.kind
@@ -40,7 +45,8 @@ class ReferenceInstance:
         self.demand = arrays.demand[i].tolist()
         self.cap_tol = float(capacity_limit(float(arrays.capacity[i])))
         self.early = arrays.tw[i, :, 0].tolist()
-        self.late = arrays.tw[i, :, 1].tolist()
+        # the depot's closing time is +inf on open-route instances (no return deadline)
+        self.late = arrays.schedule_tw[i, :, 1].tolist()
         self.service = arrays.service[i].tolist()
         self.prize = arrays.prize[i].tolist()
         self.t0 = self.early[0] + self.service[0]
