@@ -134,3 +134,17 @@ def test_batch_equals_one_by_one():
         one, r = env.step(one, action[k:k + 1])
         assert torch.equal(one.cost, stepped.cost[k:k + 1]) and torch.equal(r, reward[k:k + 1])
         assert torch.equal(moves.move_deltas(one), moves.move_deltas(stepped)[k:k + 1])
+
+
+@pytest.mark.parametrize("problem, kw", [("cvrp", dict(costs="streets", grid=5)),
+                                         ("vrptw", dict(open_routes=True))])
+def test_augmented_search_on_a_matrix_returns_checked_routes(problem, kw):
+    from pyg_routing.search import improve
+
+    inst = make_generator(problem, 10, seed=2, **kw).sample(3)
+    res = improve(inst, None, steps=30, init="nearest_neighbor", augment=4, env=TwoOptEnv(),
+                  generator=torch.Generator().manual_seed(0))
+    for b in range(3):
+        data = RoutingData.from_routes(inst[b], res.routes[b])
+        data.check()
+        assert float(res.cost[b]) == pytest.approx(float(data.cost()), rel=1e-5)

@@ -62,6 +62,7 @@ class PairReinsertionEnv(ImprovementEnv):
     feature_widths: ClassVar[dict[Problem, int]] = {Problem.PDTSP: 2}
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = INITS
+    cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean", "explicit")
 
     def __init__(self, window: int | None = None) -> None:
         if window is not None and (isinstance(window, bool) or not isinstance(window, int)
@@ -130,7 +131,9 @@ class PairReinsertionEnv(ImprovementEnv):
                             f"ids from the depot: a tensor, a numpy array or a list of "
                             f"rows), got {type(init).__name__}")
         pos = instances.pos[:, perm]
-        cost = cycle_cost(pos, order)
+        costs = None if instances.cost_matrix is None else \
+            instances.costs().index_select(1, perm).index_select(2, perm)
+        cost = cycle_cost(pos, order, costs)
         window = 2 * p if self.window is None else self.window
         return PairReinsertionState(
             pos=pos, node_ids=perm.expand(b, m).clone(), order=order,
@@ -138,7 +141,7 @@ class PairReinsertionEnv(ImprovementEnv):
             best_cost=cost.clone(), best_order=order.clone(),
             last_pair=torch.full((b,), -1, dtype=torch.long, device=dev),
             ring=torch.full((b, window), -1, dtype=torch.long, device=dev),
-            counts=pos.new_zeros(b, p))
+            counts=pos.new_zeros(b, p), costs=costs)
 
     @staticmethod
     def _given_tours(init: Tensor, b: int, m: int, inverse: Tensor) -> Tensor:
@@ -172,7 +175,7 @@ class PairReinsertionEnv(ImprovementEnv):
         p = state.num_pairs
         pickup = pair + 1
         order = reinsert(state.order, state.rank, pickup, pickup + p, first, second)
-        cost = cycle_cost(state.pos, order)
+        cost = cycle_cost(state.pos, order, state.costs)
         reward = (state.best_cost - cost).clamp(min=0)
         better = cost < state.best_cost
         # Ring buffer of the removals: the pair leaving the window is uncounted.
@@ -189,7 +192,8 @@ class PairReinsertionEnv(ImprovementEnv):
             succ=succ_from_order(order), cost=cost,
             best_cost=torch.where(better, cost, state.best_cost),
             best_order=torch.where(better.unsqueeze(1), order, state.best_order),
-            last_pair=pair.clone(), ring=ring, counts=counts, steps=state.steps + 1)
+            last_pair=pair.clone(), ring=ring, counts=counts, steps=state.steps + 1,
+            costs=state.costs)
         return new, reward
 
     def action_mask(self, state: PairReinsertionState) -> Tensor:
@@ -226,7 +230,8 @@ class PairReinsertionEnv(ImprovementEnv):
         return [[row[1:]] for row in state.node_ids.gather(1, order).tolist()]
 
     def solution_cost(self, state: PairReinsertionState, pos: Tensor, best: bool) -> Tensor:
-        return cycle_cost(pos, state.best_order if best else state.order)
+        # Explicit costs do not move with augmented coordinates: they are the matrix's.
+        return cycle_cost(pos, state.best_order if best else state.order, state.costs)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({'' if self.window is None else self.window})"

@@ -43,6 +43,8 @@ class PairReinsertionState(BatchedState):
             written at ``steps % window``.
         counts: ``[B, P]`` float, removals of each pair within the window.
         steps: steps taken.
+        costs: ``[B, M, M]`` travel costs in the standard layout (an explicit,
+            possibly asymmetric matrix); ``None``: Euclidean distances of ``pos``.
     """
 
     pos: Tensor
@@ -57,6 +59,7 @@ class PairReinsertionState(BatchedState):
     ring: Tensor
     counts: Tensor
     steps: int = 0
+    costs: Tensor | None = None
 
     BEST_FIELDS: ClassVar[tuple[str, ...]] = ("best_cost", "best_order")
     #: the encodings' view of the state: one route, one depot (see
