@@ -122,8 +122,8 @@ def _take_old(kind, w, t, succ, first, last, size, load, cnt, cu, cf, tu, tf, ku
 
 
 @njit(cache=True)
-def _attempt(kind, w, a, dist, dem, cap_tol, pz, tw, svc, t0, succ, first, last, size, load,
-             length, prize, m, k, urow, recreate_n, all_tours, cu, cf, tu, tf, ku, kf, cnt,
+def _attempt(kind, w, a, dist, dist_in, dem, cap_tol, pz, tw, svc, t0, succ, first, last, size,
+             load, length, prize, m, k, urow, recreate_n, all_tours, cu, cf, tu, tf, ku, kf, cnt,
              fs):
     """Greedy reinsertion of ``ku[ORDER, :m]`` (attempt ``a``) into work buffer ``w``.
 
@@ -141,7 +141,7 @@ def _attempt(kind, w, a, dist, dem, cap_tol, pz, tw, svc, t0, succ, first, last,
     for q in range(m):
         c = ku[ORDER, q]
         dc_row = dist[c]                  # d(c, .): arcs out of c
-        dc_col = dist[:, c]               # d(., c): arcs into c (asymmetric costs)
+        dc_col = dist_in[c]               # d(., c): arcs into c, a contiguous row
         dcst = dem[c]
         pc = pz[c]
         best = np.inf
@@ -203,15 +203,17 @@ def _attempt(kind, w, a, dist, dem, cap_tol, pz, tw, svc, t0, succ, first, last,
 
 
 @njit(cache=True)
-def repair_set(kind, dist, dem, capacity, pz, tw, svc, succ, pred, tour, first, last, size,
-               load, length, prize, ids, urow, recreate_n, all_tours, cu, cf, tu, tf, ku, kf,
-               cnt, fs):
+def repair_set(kind, dist, dist_in, dem, capacity, pz, tw, svc, succ, pred, tour, first, last,
+               size, load, length, prize, ids, urow, recreate_n, all_tours, cu, cf, tu, tf, ku,
+               kf, cnt, fs):
     """Best of ``recreate_n`` greedy repairs of the removal set ``ids`` (padded with -1).
 
     Returns ``(Δ, w)``: the lowest Δ (earliest attempt on ties) and the work buffer
     holding that attempt. Attempt 0 inserts in the given order, attempt ``a >= 1`` in a
     Fisher-Yates shuffle of the given order driven by ``urow`` (layout in
-    :func:`pyg_routing.envs.deconstruction.repair.uniforms_per_set`).
+    :func:`pyg_routing.envs.deconstruction.repair.uniforms_per_set`). ``dist_in`` is
+    ``dist`` transposed (arcs into a node as a contiguous row), ``dist`` itself when
+    symmetric (:attr:`~.problem.ProblemArrays.dist_in`).
     """
     k = ids.shape[0]
     m = 0
@@ -234,9 +236,9 @@ def repair_set(kind, dist, dem, capacity, pz, tw, svc, succ, pred, tour, first, 
                 x = ku[ORDER, i]
                 ku[ORDER, i] = ku[ORDER, j]
                 ku[ORDER, j] = x
-        delta = _attempt(kind, w, a, dist, dem, cap_tol, pz, tw, svc, t0, succ, first, last,
-                         size, load, length, prize, m, k, urow, recreate_n, all_tours, cu, cf,
-                         tu, tf, ku, kf, cnt, fs)
+        delta = _attempt(kind, w, a, dist, dist_in, dem, cap_tol, pz, tw, svc, t0, succ, first,
+                         last, size, load, length, prize, m, k, urow, recreate_n, all_tours, cu,
+                         cf, tu, tf, ku, kf, cnt, fs)
         if delta < best:
             best = delta
             best_w = w

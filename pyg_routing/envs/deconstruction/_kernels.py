@@ -26,7 +26,8 @@ MODE_SA, MODE_EVALUATE, MODE_COMMIT = 0, 1, 2
 
 
 @njit(cache=True, parallel=True)
-def sets_kernel(mode, all_tours, kind, dist, demand, capacity, prize_of, tw, service, inst,
+def sets_kernel(mode, all_tours, kind, dist, dist_in, demand, capacity, prize_of, tw, service,
+                inst,
                 succ, pred, tour, first, last, size, load, length, prize, cost,
                 b_succ, b_pred, b_tour, b_first, b_last, b_size, b_load, b_length, b_prize,
                 b_cost, sets, u, temperature, which, recreate_n, out_cost, accepted):
@@ -41,7 +42,9 @@ def sets_kernel(mode, all_tours, kind, dist, demand, capacity, prize_of, tw, ser
     * COMMIT: re-run set ``which[s]`` (skip if ``< 0``) and commit it unconditionally.
 
     ``dist [I, N+1, N+1]``: travel costs, ``dist[i, a, b]`` of the arc ``a -> b``
-    (possibly asymmetric); ``tw``: :attr:`~.problem.ProblemArrays.schedule_tw` (the
+    (possibly asymmetric), and ``dist_in`` its transpose
+    (:attr:`~.problem.ProblemArrays.dist_in`); ``tw``:
+    :attr:`~.problem.ProblemArrays.schedule_tw` (the
     return deadline ``+inf`` on open-route instances).
 
     ``all_tours`` lets the repair insert into untouched tours too (NDS's
@@ -56,6 +59,7 @@ def sets_kernel(mode, all_tours, kind, dist, demand, capacity, prize_of, tw, ser
         cu, cf, tu, tf, ku, kf, cnt, fs = new_scratch(n, k)   # once per slot, not per set
         i = inst[s]
         d = dist[i]
+        d_in = dist_in[i]
         dem = demand[i]
         pz = prize_of[i]
         tws = tw[i]
@@ -64,7 +68,7 @@ def sets_kernel(mode, all_tours, kind, dist, demand, capacity, prize_of, tw, ser
         if mode == MODE_COMMIT:
             r = which[s]
             if r >= 0:
-                _, w = repair_set(kind, d, dem, cap, pz, tws, svc, succ[s], pred[s], tour[s],
+                _, w = repair_set(kind, d, d_in, dem, cap, pz, tws, svc, succ[s], pred[s], tour[s],
                                   first[s], last[s], size[s], load[s], length[s], prize[s],
                                   sets[s, r], u[s, r], recreate_n, all_tours, cu, cf, tu, tf, ku,
                                   kf, cnt, fs)
@@ -72,7 +76,7 @@ def sets_kernel(mode, all_tours, kind, dist, demand, capacity, prize_of, tw, ser
                                  load[s], length[s], prize[s], cu, ku, kf, cnt)
         else:
             for r in range(sets.shape[1]):
-                delta, w = repair_set(kind, d, dem, cap, pz, tws, svc, succ[s], pred[s],
+                delta, w = repair_set(kind, d, d_in, dem, cap, pz, tws, svc, succ[s], pred[s],
                                       tour[s], first[s], last[s], size[s], load[s], length[s],
                                       prize[s], sets[s, r], u[s, r], recreate_n, all_tours, cu, cf,
                                       tu, tf, ku, kf, cnt, fs)

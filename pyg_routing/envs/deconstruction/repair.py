@@ -88,7 +88,8 @@ def run_kernel(mode, state, best, arrays, sets, u, temperature, which, recreate_
                accepted, all_tours=False):
     """Call :func:`._kernels.sets_kernel` on validated inputs (``best`` None: no snapshots)."""
     b = best if best is not None else state
-    sets_kernel(mode, all_tours, arrays.kind, arrays.dist, arrays.demand, arrays.capacity,
+    sets_kernel(mode, all_tours, arrays.kind, arrays.dist, arrays.dist_in, arrays.demand,
+                arrays.capacity,
                 arrays.prize, arrays.schedule_tw, arrays.service, state.inst,
                 state.succ, state.pred, state.tour, state.first, state.last, state.size,
                 state.load, state.length, state.prize, state.cost,

@@ -130,11 +130,13 @@ def _one_tour_instance(matrix: torch.Tensor) -> RoutingInstances:
 
 
 def test_insertion_uses_the_driven_direction():
-    """(c) removing 3 from the tour 0-1-2-3-0 and repairing it: with ``d[1,3] = d[3,2] =
-    1`` (all else 10) the best place is between 1 and 2; the transposed matrix puts it
-    first (its arcs 3->1 and 2->3 are the cheap ones). Kernel and reference agree."""
+    """(c) removing 3 from the tour 0-1-2-3-0 and repairing it: with ``d[1,3] = 1``
+    (all else 10) the best place is between 1 and 2 (the arc INTO 3 from 1 is cheap);
+    with the transposed matrix the cheap arc is 3 -> 1, so 3 goes first. Reading
+    ``d[3,p]`` for the arc into 3 would tie every position (3 first); reading
+    ``d[n,3]`` for the arc out of 3 would put 3 first too. Kernel and reference agree."""
     matrix = torch.full((4, 4), 10.0)
-    matrix[1, 3] = matrix[3, 2] = 1.0
+    matrix[1, 3] = 1.0
     chosen = {}
     for name, m in (("given", matrix), ("transposed", matrix.T.contiguous())):
         inst = _one_tour_instance(m)
@@ -183,8 +185,14 @@ def test_open_vrptw_ignores_the_depot_closing_time():
     with pytest.raises(InvalidInstanceError):
         ProblemArrays.from_instances(closed)
     arrays = ProblemArrays.from_instances(inst)
-    state = start_solutions(arrays, np.repeat(np.arange(3, dtype=np.int32), 2), rng=2)
+    slots = np.repeat(np.arange(3, dtype=np.int32), 2)
+    removal, u = draw_start_randomness(len(slots), 8, 20, 3, rng=2)
+    state = start_solutions(arrays, slots, rounds=20, removal=removal, u=u)
+    routes = ref.start_solutions(arrays, slots, removal, u)
+    assert_same(state, routes, [ref.cost(arrays, int(i), r) for i, r in zip(slots, routes)])
     assert_valid(state, arrays, inst)
+    # customers were merged into tours that end long after the depot closed
+    assert max(len(r) for sol in routes for r in sol) >= 2
     result = DestroyRepairSearch(augment=2, rollouts=6, recreate_n=2).run(
         inst, SISRDestroy(), MaxIterations(5), seed=2)
     for b, routes in enumerate(result.routes):
@@ -212,3 +220,16 @@ def test_env_and_arrays_checks_accept_the_new_costs():
                                                               "open_routes": None}))
     with pytest.raises(InvalidInstanceError, match="closed routes"):
         search.run(inst, SISRDestroy(), MaxIterations(1), seed=0, arrays=closed)
+
+
+def test_dist_in_is_the_transpose_and_no_copy_when_symmetric():
+    from pyg_routing.data import make_generator
+    from pyg_routing.envs.deconstruction.problem import ProblemArrays
+
+    plain = ProblemArrays.from_instances(make_generator("cvrp", 8, seed=0).sample(2))
+    assert plain.dist_in is plain.dist
+    streets = ProblemArrays.from_instances(
+        make_generator("cvrp", 8, seed=0, costs="streets", grid=4).sample(2))
+    assert streets.dist_in.flags.c_contiguous
+    assert np.array_equal(streets.dist_in, streets.dist.transpose(0, 2, 1))
+    assert streets.dist_in is streets.dist_in                     # cached
