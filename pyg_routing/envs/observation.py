@@ -35,7 +35,8 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
                     batch: Tensor | None = None, graph_batch: Tensor | None = None,
                     graph_depot_mask: Tensor | None = None,
                     graph_node: Tensor | None = None, demand: Tensor | None = None,
-                    dtype: torch.dtype | None = None) -> EncodingInputs:
+                    dtype: torch.dtype | None = None,
+                    open_routes: Tensor | None = None) -> EncodingInputs:
     """The node encodings' inputs of ``G = num_graphs`` solutions of ``M`` nodes each.
 
     Args:
@@ -70,7 +71,7 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
         else batch,
         route_pos=rq.route_pos, route_id=rq.route_id, cum_dist=rq.cum_dist,
         route_length=rq.route_length, route_graph=graph, graph_node=graph_node,
-        demand=demand, dtype=dtype)
+        demand=demand, dtype=dtype, open_routes=open_routes)
 
 
 def tour_route_quantities(state: Any) -> RouteQuantities:
@@ -129,7 +130,8 @@ def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
                                     getattr(state, "open_routes", None))
     return encoding_inputs(rq, state.depot_mask.reshape(-1), b, aware, merged_arcs, n,
                            graph_node=(offsets + graph_node).reshape(-1),
-                           demand=_flat_demand(state), dtype=dtype)
+                           demand=_flat_demand(state), dtype=dtype,
+                           open_routes=getattr(state, "open_routes", None))
 
 
 def _flat_demand(state: Any) -> Tensor | None:

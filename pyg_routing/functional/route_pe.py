@@ -74,16 +74,26 @@ def check_ipe_dim(dim: int, direction: str) -> None:
         raise ValueError(f"IPE needs dim >= 1, got dim={dim}")
 
 
-def ipe_phase(cum_dist: Tensor, route_length: Tensor) -> Tensor:
-    """``d̂ = 2π d_i / d_L``; 0 where ``d_L = 0`` (depot, unvisited, zero-length route)."""
+def ipe_phase(cum_dist: Tensor, route_length: Tensor,
+              open_route: Tensor | None = None) -> Tensor:
+    """``d̂ = 2π d_i / d_L``; 0 where ``d_L = 0`` (depot, unvisited, zero-length route).
+
+    On an open route (``open_route`` ``[...]`` bool, True for its nodes) the period is
+    halved, ``d̂ = π d_i / d_L``: the route ends at its last customer, not back at the
+    depot, so the closed phase would give the last customer the depot's code (2π ≡ 0);
+    half a period puts start and end as far apart as the circle allows
+    (``docs/design.md``: the Spearman probe on open solutions)."""
     safe = torch.where(route_length > 0, route_length, torch.ones_like(route_length))
-    return torch.where(route_length > 0, 2 * math.pi * cum_dist / safe,
+    turn = 2 * math.pi if open_route is None else \
+        torch.where(open_route, math.pi, 2 * math.pi).to(cum_dist.dtype)
+    return torch.where(route_length > 0, turn * cum_dist / safe,
                        torch.zeros_like(cum_dist))
 
 
 def ipe(cum_dist: Tensor, route_length: Tensor, dim: int = 64, direction: str = "invariant",
         frequencies: str = "harmonic", base: float = 1e4,
-        route_pos: Tensor | None = None, amplitude: str = "inverse_square") -> Tensor:
+        route_pos: Tensor | None = None, amplitude: str = "inverse_square",
+        open_route: Tensor | None = None) -> Tensor:
     r"""In-route positional encoding, ``[..., dim]``.
 
     * ``direction="aware"``: ``dim / 2`` frequencies, interleaved
@@ -104,9 +114,11 @@ def ipe(cum_dist: Tensor, route_length: Tensor, dim: int = 64, direction: str = 
         amplitude: ``"inverse_square"`` (default), ``"inverse"`` or ``"flat"``: the
             ``k``-th frequency (its sin/cos pair) is scaled by ``(k + 1)^(-p)``,
             ``p = 2, 1, 0``.
+        open_route: optional ``[...]`` bool, True on open routes: half-period phase
+            (:func:`ipe_phase`).
     """
     check_ipe_dim(dim, direction)
-    phase = ipe_phase(cum_dist, route_length).unsqueeze(-1)
+    phase = ipe_phase(cum_dist, route_length, open_route).unsqueeze(-1)
     num = dim // 2 if direction == "aware" else dim
     omega = ipe_frequencies(num, dim, frequencies, base, phase.device, phase.dtype)
     angle = phase * omega
@@ -123,7 +135,8 @@ def ipe(cum_dist: Tensor, route_length: Tensor, dim: int = 64, direction: str = 
 
 def index_ipe(route_pos: Tensor, route_size: Tensor, dim: int = 64,
               direction: str = "invariant", frequencies: str = "harmonic", base: float = 1e4,
-              amplitude: str = "inverse_square", dtype: torch.dtype | None = None) -> Tensor:
+              amplitude: str = "inverse_square", dtype: torch.dtype | None = None,
+              open_route: Tensor | None = None) -> Tensor:
     r"""IPE with the discrete phase ``2π i / L`` in place of ``2π d_i / d_L`` (the paper's
     index-based ablation, Tab. 8), ``[..., dim]``.
 
@@ -137,12 +150,15 @@ def index_ipe(route_pos: Tensor, route_size: Tensor, dim: int = 64,
         route_pos: ``[...]`` within-route positions (depot 0, unvisited ``< 0``: zeros).
         route_size: ``[...]`` customers ``n`` on each node's route.
         dtype: floating dtype of the code (default: PyTorch's default dtype).
+        open_route: optional ``[...]`` bool: on an open route ``L = n`` (no return
+            arc) and the phase is halved, ``π i / n``, as in :func:`ipe`.
         dim, direction, frequencies, base, amplitude: as in :func:`ipe`.
     """
     dtype = dtype or torch.get_default_dtype()
     position = route_pos.clamp(min=0).to(dtype)
-    arcs = (route_size + 1).to(dtype)
-    return ipe(position, arcs, dim, direction, frequencies, base, route_pos, amplitude)
+    arcs = route_size + 1 if open_route is None else route_size + (~open_route).long()
+    return ipe(position, arcs.to(dtype), dim, direction, frequencies, base, route_pos,
+               amplitude, open_route)
 
 
 def xpe(depot_angle: Tensor, num_bands: int = 4, dim: int | None = None,
@@ -173,9 +189,11 @@ def xpe(depot_angle: Tensor, num_bands: int = 4, dim: int | None = None,
 def ipexpe(cum_dist: Tensor, route_length: Tensor, depot_angle: Tensor, dim: int = 64,
            num_bands: int = 4, direction: str = "invariant", frequencies: str = "harmonic",
            base: float = 1e4, route_pos: Tensor | None = None,
-           depot_mask: Tensor | None = None, amplitude: str = "inverse_square") -> Tensor:
+           depot_mask: Tensor | None = None, amplitude: str = "inverse_square",
+           open_route: Tensor | None = None) -> Tensor:
     """``[IPE ‖ XPE]``, ``[..., dim + 2 * num_bands]``."""
     return torch.cat([
-        ipe(cum_dist, route_length, dim, direction, frequencies, base, route_pos, amplitude),
+        ipe(cum_dist, route_length, dim, direction, frequencies, base, route_pos, amplitude,
+            open_route),
         xpe(depot_angle, num_bands, None, depot_mask),
     ], dim=-1)

@@ -51,6 +51,8 @@ class EncodingInputs:
         demand: ``[N]`` node demands (``None``: the problem has none); read by the
             demand-weighted per-route XPE.
         dtype: floating dtype of the codes (``None``: the functions' default).
+        open_routes: ``[G]`` bool, graphs whose routes are open (IPE's half-period
+            phase); ``None``: all closed.
     """
 
     depot_angle: Tensor
@@ -65,6 +67,7 @@ class EncodingInputs:
     graph_node: Tensor | None = None
     demand: Tensor | None = None
     dtype: torch.dtype | None = None
+    open_routes: Tensor | None = None
 
     @classmethod
     def from_data(cls, data: Data) -> EncodingInputs:
@@ -87,7 +90,19 @@ class EncodingInputs:
             route_length=data.route_length if "route_length" in data else None,
             route_graph=lambda name="this encoding": route_graph_from_data(data, name),
             demand=data.demand if "demand" in data else None,
-            dtype=data.pos.dtype if data.pos.is_floating_point() else None)
+            dtype=data.pos.dtype if data.pos.is_floating_point() else None,
+            open_routes=getattr(data, "open_routes", None))
+
+    def node_open_routes(self) -> Tensor | None:
+        """``[N]`` bool, True for the nodes of open-route graphs (IPE's half-period
+        phase); ``None`` when no graph has open routes."""
+        opened = self.open_routes
+        if opened is None or not bool(opened.any()):
+            return None
+        opened = opened.reshape(-1).to(torch.bool)
+        if self.batch is None:
+            return opened[:1].expand(self.depot_mask.numel())
+        return opened[self.batch]
 
     def need(self, by: str, *fields: str) -> None:
         """Raise :class:`NoSolutionError` (naming ``by``) unless ``fields`` are set."""

@@ -78,7 +78,8 @@ class IPE(NodeEncoding):
 
     def code(self, inputs: EncodingInputs) -> Tensor:
         by = type(self).__name__
-        kwargs = dict(frequencies=self.frequencies, base=self.base, amplitude=self.amplitude)
+        kwargs = dict(frequencies=self.frequencies, base=self.base, amplitude=self.amplitude,
+                      open_route=inputs.node_open_routes())
         if self.phase == "index":
             sizes = inputs.route_size(by)
 

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from pyg_routing.data.costs import asymmetric_rows, direction_sensitive
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import route_quantities
@@ -78,12 +79,18 @@ class NDSFeatures:
         pos: ``[8, I, N+1, 2]`` the 8 augmented coordinates of every instance.
         extra: ``[I, N+1, F-2]`` ``demand / capacity`` [+ ``(e, l)`` | prize], depot 0.
         symmetry: ``"depot"`` or ``"unit_square"``.
+        costs: ``[I, N+1, N+1]`` travel costs of instances with an explicit matrix or
+            open routes (the route quantities, hence IPE, follow them); ``None``:
+            Euclidean.
+        open_routes: ``[I]`` bool (IPE's half-period phase) or ``None``.
     """
 
     problem: Problem
     pos: Tensor
     extra: Tensor
     symmetry: str = "depot"
+    costs: Tensor | None = None
+    open_routes: Tensor | None = None
 
     @classmethod
     def from_instances(cls, instances: RoutingInstances, device: torch.device | str | None = None,
@@ -115,7 +122,11 @@ class NDSFeatures:
             cols.append(instances.prize.to(device=device, dtype=dtype).unsqueeze(-1))
         extra = torch.cat(cols, dim=-1)
         extra[:, 0] = 0                         # NDS feeds the depot its coordinates only
-        return cls(prob, aug.view(NUM_SYMMETRIES, b, m, 2), extra, symmetry)
+        costs = opened = None
+        if instances.cost_matrix is not None or instances.open_routes is not None:
+            costs = instances.costs().to(device=device, dtype=dtype)
+            opened = None if instances.open_routes is None else instances.open_routes.to(device)
+        return cls(prob, aug.view(NUM_SYMMETRIES, b, m, 2), extra, symmetry, costs, opened)
 
     @property
     def num_instances(self) -> int:
@@ -132,7 +143,8 @@ class NDSFeatures:
     def to(self, device: torch.device | str) -> NDSFeatures:
         """A copy on ``device``."""
         return NDSFeatures(self.problem, self.pos.to(device), self.extra.to(device),
-                           self.symmetry)
+                           self.symmetry, None if self.costs is None else self.costs.to(device),
+                           None if self.open_routes is None else self.open_routes.to(device))
 
     def slot_positions(self, inst: np.ndarray) -> tuple[Tensor, Tensor]:
         """``(pos [S, N+1, 2], inst [S] long)``: each slot's augmented coordinates."""
@@ -229,9 +241,19 @@ def observe(state: ToursState, features: NDSFeatures,
     depot_mask[:, 0] = True
     depot_mask = depot_mask.view(-1)
     batch = torch.arange(s, device=dev).repeat_interleave(m)
+    arc_cost = aware = opened = None
+    if features.costs is not None:          # explicit matrices, open routes: their costs
+        local = edge_index % m
+        arc_cost = features.costs.reshape(-1)[(rows[edge_index[0] // m] * m + local[0]) * m
+                                              + local[1]].to(dtype)
+        aware = direction_sensitive(
+            torch.full((s,), features.problem.direction_sensitive, device=dev),
+            asymmetric_rows(features.costs)[rows], None if features.open_routes is None
+            else features.open_routes[rows])
+        opened = None if features.open_routes is None else features.open_routes[rows]
     # The instances were checked when the search started: no re-validation (one sync).
     rq = route_quantities(pos.reshape(-1, 2), edge_index, depot_mask, batch, s,
-                          validate=False)
+                          validate=False, arc_cost=arc_cost)
     x = torch.cat([pos, features.extra[rows].to(dtype)], dim=-1)
     return NDSObservation(
         x=x, pos=pos, pred=pred[:, 1:], succ=succ[:, 1:], tour=tour[:, 1:],
@@ -239,6 +261,7 @@ def observe(state: ToursState, features: NDSFeatures,
         cum_dist=rq.cum_dist.view(s, m), route_length=rq.route_length.view(s, m),
         depot_angle=rq.depot_angle.view(s, m), edge_index=edge_index,
         encoding_inputs=lambda code_dtype: encoding_inputs(
-            rq, depot_mask, s, features.problem.direction_sensitive, edge_index, m,
-            batch=batch, graph_batch=batch, graph_depot_mask=depot_mask,
-            demand=x[..., 2].reshape(-1), dtype=code_dtype))   # demand / capacity
+            rq, depot_mask, s, features.problem.direction_sensitive if aware is None else aware,
+            edge_index, m, batch=batch, graph_batch=batch, graph_depot_mask=depot_mask,
+            demand=x[..., 2].reshape(-1), dtype=code_dtype,   # demand / capacity
+            open_routes=opened))

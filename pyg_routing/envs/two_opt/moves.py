@@ -430,8 +430,11 @@ def positional_encoding(state: TwoOptState, dim: int = 64, num_bands: int = 4,
     """IPE+XPE of the current solutions, ``[B, M, dim + 2 * num_bands]``."""
     rq = route_quantities(state) if rq is None else rq
     b, m = state.order.shape
+    opened = None if state.open_routes is None else \
+        state.open_routes.unsqueeze(1).expand(b, m).reshape(-1)
     pe = ipexpe(rq.cum_dist, rq.route_length, rq.depot_angle, dim, num_bands,
-                route_pos=rq.route_pos, depot_mask=state.depot_mask.reshape(-1))
+                route_pos=rq.route_pos, depot_mask=state.depot_mask.reshape(-1),
+                open_route=opened)
     return pe.view(b, m, -1)
 
 
