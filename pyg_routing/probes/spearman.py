@@ -227,10 +227,36 @@ def spearman_probe(data: Data | Batch | Iterable[Data], encoders: Mapping[str, E
 
 # ---------------------------------------------------------------------- encodings
 def _problem_direction(data: Data) -> str:
-    from pyg_routing.data.problems import Problem
+    """IPE's ``direction="auto"`` for a batch of one problem: aware when its problem,
+    an asymmetric matrix or open routes tell a route from its reversal."""
+    from pyg_routing.transforms import EncodingInputs
 
-    prob = data.problem[0] if isinstance(data.problem, list) else data.problem
-    return "aware" if Problem.parse(prob).direction_sensitive else "invariant"
+    aware = EncodingInputs.from_data(data).direction_sensitive
+    return "aware" if bool(aware.any()) else "invariant"
+
+
+def _open_nodes(data: Data) -> Tensor | None:
+    """``[N]`` bool, the nodes of open-route instances (IPE's half-period phase)."""
+    from pyg_routing.transforms import EncodingInputs
+
+    return EncodingInputs.from_data(data).node_open_routes()
+
+
+def open_route_variants(dim: int = 64) -> dict[str, Encoder]:
+    """IPE with the closed phase ``2π d_i / d_L`` on open routes, beside the library's
+    half-period phase (what ``probe spearman --open-routes`` adds; on closed routes
+    both are IPE)."""
+    from pyg_routing.functional.route_pe import ipe
+
+    def closed(b: Data) -> Tensor:
+        return ipe(b.cum_dist, b.route_length, dim, _problem_direction(b),
+                   route_pos=b.route_pos)
+
+    def half(b: Data) -> Tensor:
+        return ipe(b.cum_dist, b.route_length, dim, _problem_direction(b),
+                   route_pos=b.route_pos, open_route=_open_nodes(b))
+
+    return {"IPE (open: half period)": node(half), "IPE (open: closed phase)": node(closed)}
 
 
 def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
@@ -250,12 +276,14 @@ def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
     def _ipe(b: Data, frequencies: str = "harmonic", amplitude: str = "inverse_square"
              ) -> Tensor:
         return ipe(b.cum_dist, b.route_length, dim, _problem_direction(b),
-                   frequencies=frequencies, route_pos=b.route_pos, amplitude=amplitude)
+                   frequencies=frequencies, route_pos=b.route_pos, amplitude=amplitude,
+                   open_route=_open_nodes(b))
 
     def _ipexpe(b: Data, frequencies: str) -> Tensor:
         return ipexpe(b.cum_dist, b.route_length, b.depot_angle, dim, num_bands,
                       _problem_direction(b), frequencies=frequencies,
-                      route_pos=b.route_pos, depot_mask=b.depot_mask)
+                      route_pos=b.route_pos, depot_mask=b.depot_mask,
+                      open_route=_open_nodes(b))
 
     return {
         "IPE": node(_ipe),
