@@ -6,6 +6,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
+from pyg_routing.errors import InvalidInstanceError
 from pyg_routing.functional.index_pe import MAX_BIAS_NODES, dense_route_inputs
 from pyg_routing.functional.pair_pe import hop_distance
 from pyg_routing.transforms._base import require_solution
@@ -40,6 +41,10 @@ class ShortestPathDistance(BaseTransform):
         if "batch" in data and data.batch is not None:
             raise ValueError("ShortestPathDistance applies to single instances (dataset "
                              "transforms); batch them afterwards")
+        if "open_routes" in data and bool(data.open_routes.any()):
+            raise InvalidInstanceError(
+                f"{type(self).__name__} is defined on closed routes only (a route is a "
+                f"cycle through the depot); this instance has open routes")
         route_pos, route_id, mask = dense_route_inputs(data)
         hops = hop_distance(route_pos, route_id, mask, self.max_nodes)[0]
         if self.max_distance is not None:
