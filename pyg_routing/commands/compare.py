@@ -146,7 +146,8 @@ class CompareSearch:
     instances (``--test-seed``, the training preset), under ``--steps`` and/or
     ``--search-seconds``; :meth:`row` searches with a trained policy or a baseline."""
 
-    def __init__(self, args: argparse.Namespace, config: Any, preset: str, out: Path) -> None:
+    def __init__(self, args: argparse.Namespace, config: Any, preset: str, out: Path,
+                 generator_kwargs: dict[str, Any] | None = None) -> None:
         from pyg_routing.search import budget
 
         self.lightning = backbones.get(args.backbone)
@@ -160,7 +161,8 @@ class CompareSearch:
         self.args = argparse.Namespace(
             problem=args.problem, num_customers=args.num_customers, instances=args.instances,
             seed=args.test_seed, preset=preset, exact=False, accelerator=args.accelerator,
-            devices=1, num_nodes=1, threads=None, no_progress=args.no_progress)
+            devices=1, num_nodes=1, threads=None, no_progress=args.no_progress,
+            generator_kwargs=generator_kwargs or {})
         size = 1 if self.lightning.budget_per_instance else args.instances
         self.jobs = generated_jobs(self.args, size)
         self.out = out
@@ -211,11 +213,12 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     check_trainer(args.accelerator, args.devices, strategy=args.strategy,
                   precision=args.precision)
     args.init = args.init or config.init
-    preset = config.data_options().get("preset", "paper")
+    data = config.data_options()               # the training family: the test's too
+    preset = data.pop("preset", "paper")
     setting = paper_problem_key(args.problem, args.num_customers)
     paper = MAIN_COMPARISON.get(setting, {})
     out = Path(args.out) / f"compare_{args.backbone}_{args.problem}{args.num_customers}"
-    search = CompareSearch(args, config, preset, out)        # builds the test instances
+    search = CompareSearch(args, config, preset, out, data)  # builds the test instances
     out.mkdir(parents=True, exist_ok=True)
     seeds = parse_seeds(args.seeds, args.seed)
     test_ref = None
@@ -223,17 +226,19 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     if args.reference != "none":
         test_ref = reference_costs(args.problem, args.num_customers, args.instances,
                                    args.test_seed, args.time_limit, args.root, args.reference,
-                                   preset=preset)
+                                   preset=preset, generator_kwargs=data)
         for seed in seeds:
             val_ref[seed] = float(reference_costs(
                 args.problem, args.num_customers, args.val_size, seed + VAL_SEED_OFFSET,
-                args.time_limit, args.root, args.reference, preset=preset).mean())
+                args.time_limit, args.root, args.reference, preset=preset,
+                generator_kwargs=data).mean())
     result: dict[str, Any] = {
         "setting": setting, "backbone": args.backbone, "out": str(out),
         "budget_minutes": args.budget_minutes, "max_epochs": args.epochs, "seeds": seeds,
         "instances": args.instances, "steps": args.steps, "augment": args.augment,
         "init": args.init, **search.settings(), "paper_setting": bool(paper), "rows": [],
-        "curves": {}, "preset": preset, "search_seconds": args.search_seconds,
+        "curves": {}, "preset": preset, "data_options": data,
+        "search_seconds": args.search_seconds,
         "pe_init": config.pe_init, "ipe_frequencies": config.ipe_frequencies,
         "ipe_amplitude": config.ipe_amplitude,
         "ipe_direction": config.ipe_direction, "ipe_phase": config.ipe_phase,

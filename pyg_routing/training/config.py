@@ -17,6 +17,12 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
 from pyg_routing import encodings
+from pyg_routing.data.cost_models import (
+    COST_MODELS,
+    DEFAULT_GRID,
+    DEFAULT_ONE_WAY,
+    check_cost_model,
+)
 from pyg_routing.data.problems import Problem
 from pyg_routing.functional.route_angle import AGGREGATIONS
 from pyg_routing.functional.route_pe import AMPLITUDES, FREQUENCIES, PHASES
@@ -93,6 +99,15 @@ class TrainConfig:
                     "over both arc directions) or none (the paper's plain Transformer)",
         choices=LOCAL_MPS)
     compiled: bool = option(False, "use torch.compile where no gradient flows", cli=False)
+    costs: str = option(
+        "euclidean", "travel costs of the training, validation and test instances: euclidean "
+                     "(the paper's) or streets (an asymmetric matrix: a city grid with "
+                     "one-way streets)", choices=COST_MODELS)
+    grid: int = option(DEFAULT_GRID, "--costs streets: intersections per side", low=3)
+    one_way: float = option(DEFAULT_ONE_WAY, "--costs streets: share of one-way inner "
+                                             "streets, in [0, 1]", low=0)
+    open_routes: bool = option(False, "cvrp, vrptw: open routes (vehicles end at their last "
+                                      "customer)")
 
     #: whether validation searches greedily (argmax actions) or samples
     greedy_validation: ClassVar[bool] = True
@@ -115,6 +130,9 @@ class TrainConfig:
             self._check_field(f, getattr(self, f.name))
         if self.dim % self.heads:
             raise ValueError(f"--heads {self.heads} must divide --dim {self.dim}")
+        check_cost_model(self.costs, self.grid, self.one_way)
+        if self.open_routes and self.problem not in ("cvrp", "vrptw"):
+            raise ValueError(f"--open-routes applies to cvrp and vrptw, not {self.problem}")
         if self.xpe_aggregation == "demand_mean" \
                 and not Problem.parse(self.problem).has_capacity:
             raise ValueError(f"--xpe-aggregation demand_mean weighs by demand; {self.problem} "
@@ -165,8 +183,15 @@ class TrainConfig:
         return asdict(self)
 
     def data_options(self) -> dict[str, Any]:
-        """Extra ``make_generator`` arguments of the training and validation data."""
-        return {}
+        """Extra ``make_generator`` arguments of the training, validation and test data:
+        the cost model and open routes, only where they differ from the paper's (so a
+        Euclidean configuration asks for exactly the generators it always did)."""
+        out: dict[str, Any] = {}
+        if self.costs != "euclidean":
+            out.update(costs=self.costs, grid=self.grid, one_way=self.one_way)
+        if self.open_routes:
+            out["open_routes"] = True
+        return out
 
 
 #: the node-encoding options: config field -> (the transform's keyword, the encodings
@@ -255,7 +280,7 @@ class GivenOption(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, values)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
         given = dict(getattr(namespace, GIVEN_OPTIONS, {}))
         given[self.dest] = (option_string or self.option_strings[0], self.backbones)
         setattr(namespace, GIVEN_OPTIONS, given)
@@ -288,6 +313,8 @@ def add_config_options(p: argparse.ArgumentParser, configs: list[type[TrainConfi
             kwargs["choices"] = f.metadata["choices"]
         if kind is not None:
             kwargs["type"] = kind
+        if f.type in ("bool", bool):                    # a switch: given means True
+            kwargs.update(nargs=0, const=True)
         p.add_argument(flag_of(f), **kwargs)
     if defaults:
         p.set_defaults(**{k: v for k, v in defaults.items() if k in seen})

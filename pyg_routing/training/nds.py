@@ -129,7 +129,7 @@ class NDSConfig(TrainConfig):
         refuse_gps_options(self, self.backbone)
 
     def data_options(self) -> dict[str, Any]:
-        return {"preset": self.preset}
+        return {**super().data_options(), "preset": self.preset}
 
 
 class NDSLightning(ImprovementLightning):
