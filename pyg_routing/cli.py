@@ -16,6 +16,7 @@ from typing import Any
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 
 from pyg_routing.commands.compare import add_compare_parser, render_markdown, run_compare
+from pyg_routing.commands.cost_options import COST_OPTIONS, add_cost_options, cost_kwargs
 from pyg_routing.commands.evaluate import add_evaluate_parser, run_evaluate
 from pyg_routing.commands.import_checkpoint import (
     add_import_checkpoint_parser,
@@ -31,7 +32,6 @@ from pyg_routing.commands.reproduce import (
 from pyg_routing.commands.search import add_search_parser, run_search
 from pyg_routing.commands.search import render_markdown as render_search
 from pyg_routing.commands.train import add_train_parser, run_train
-from pyg_routing.data.cost_models import COST_MODELS
 from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.data.presets import PRESETS
 from pyg_routing.errors import RoutingError
@@ -61,15 +61,7 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exact", action="store_true",
                    help="nds presets: replay NDS's random streams (with --seed 1234 and "
                         "NDS's instance count this rebuilds its test file)")
-    p.add_argument("--costs", choices=COST_MODELS, default="euclidean",
-                   help="travel costs: euclidean (the paper's) or streets (an asymmetric "
-                        "matrix: a city grid with one-way streets)")
-    p.add_argument("--grid", type=count(3), default=None,
-                   help="--costs streets: intersections per side (default 10)")
-    p.add_argument("--one-way", type=float, default=None,
-                   help="--costs streets: share of one-way inner streets (default 1)")
-    p.add_argument("--open-routes", action="store_true",
-                   help="cvrp, vrptw: vehicles end at their last customer")
+    add_cost_options(p)
     p.add_argument("--root", default="data", help="dataset folder (cache)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
@@ -128,14 +120,7 @@ def _generator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["exact"] = True
     if args.preset != "paper":
         kwargs["preset"] = args.preset   # RoutingDataset keys its cache on it
-    # Only what was given: the generator refuses options it lacks, by name.
-    if args.costs != "euclidean":
-        kwargs["costs"] = args.costs
-    for key in ("grid", "one_way"):
-        if getattr(args, key) is not None:
-            kwargs[key] = getattr(args, key)
-    if args.open_routes:
-        kwargs["open_routes"] = True
+    kwargs.update(cost_kwargs(args))
     return kwargs
 
 
@@ -154,8 +139,7 @@ def cmd_generate(args: argparse.Namespace) -> dict[str, Any]:
 
 #: the options of a generated dataset, which ``solve --instance`` does not take
 DATASET_OPTIONS = ("problem", "num_customers", "num_instances", "seed", "distribution",
-                   "capacity", "preset", "exact", "workers", "root", "costs", "grid",
-                   "one_way", "open_routes")
+                   "capacity", "preset", "exact", "workers", "root", *COST_OPTIONS)
 
 
 def cmd_solve(args: argparse.Namespace) -> dict[str, Any]:

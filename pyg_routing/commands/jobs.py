@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from pyg_routing.data.cost_models import COST_MODELS
+from pyg_routing.commands.cost_options import COST_OPTIONS, add_cost_options, cost_kwargs
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.presets import PRESETS
 from pyg_routing.data.problems import Problem
@@ -39,15 +39,7 @@ def add_instance_options(p: argparse.ArgumentParser) -> None:
                    help="data family of the generated instances (nds: NDS's test data)")
     p.add_argument("--exact", action="store_true",
                    help="nds presets: NDS's own test instances (its random streams)")
-    p.add_argument("--costs", choices=COST_MODELS, default="euclidean",
-                   help="travel costs of the generated instances: euclidean or streets (an "
-                        "asymmetric matrix: a city grid with one-way streets)")
-    p.add_argument("--grid", type=count(3), default=None,
-                   help="--costs streets: intersections per side (default 10)")
-    p.add_argument("--one-way", type=float, default=None,
-                   help="--costs streets: share of one-way inner streets (default 1)")
-    p.add_argument("--open-routes", action="store_true",
-                   help="cvrp, vrptw: open routes (vehicles end at their last customer)")
+    add_cost_options(p)
     p.add_argument("--benchmark", type=str.lower, choices=("x",), default=None,
                    help="search CVRPLib X instead of generated instances")
     p.add_argument("--data-dir", default=None, help="folder of the benchmark files "
@@ -75,7 +67,7 @@ def refuse_instance_options(args: argparse.Namespace, reference: Sequence[str]) 
         if flag is not None:
             raise ValueError(f"{flag}: --benchmark x fixes the problem and the sizes: "
                              f"--problem, --num-customers and --exact do not apply")
-        refuse_given(args, ("preset", "instances", "costs", "grid", "one_way", "open_routes"),
+        refuse_given(args, ("preset", "instances", *COST_OPTIONS),
                      "does not apply with --benchmark x (it searches CVRPLib's instances)")
         refuse_given(args, ("reference", *reference),
                      "does not apply with --benchmark x (the gap is to the best-known "
@@ -137,13 +129,7 @@ def _generator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     ``compare``'s training family)."""
     out: dict[str, Any] = {"exact": True} if args.exact else {}
     out.update(getattr(args, "generator_kwargs", None) or {})
-    if getattr(args, "costs", "euclidean") != "euclidean":
-        out["costs"] = args.costs
-    for key in ("grid", "one_way"):
-        if getattr(args, key, None) is not None:
-            out[key] = getattr(args, key)
-    if getattr(args, "open_routes", False):
-        out["open_routes"] = True
+    out.update(cost_kwargs(args))
     return out
 
 

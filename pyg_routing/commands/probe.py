@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pyg_routing.data.cost_models import COST_MODELS
+from pyg_routing.commands.cost_options import add_cost_options, cost_kwargs
 from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.errors import RoutingError
 from pyg_routing.probes import paper_values as paper
@@ -42,10 +42,7 @@ def _common_args(p: argparse.ArgumentParser) -> None:
                    help="solver seconds per instance")
     p.add_argument("--workers", type=count(1), default=None,
                    help="solver processes (default: all)")
-    p.add_argument("--costs", choices=COST_MODELS, default="euclidean",
-                   help="travel costs of the instances (streets: an asymmetric matrix)")
-    p.add_argument("--open-routes", action="store_true",
-                   help="cvrp, vrptw: open routes (vehicles end at their last customer)")
+    add_cost_options(p)
     p.add_argument("--root", default="data", help="dataset folder (solutions are cached)")
     p.add_argument("--no-progress", action="store_true", help="hide the solver progress bar")
     p.add_argument("--json", action="store_true", help="print a JSON object")
@@ -97,15 +94,10 @@ def add_probe_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _dataset(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     from pyg_routing.data.dataset import RoutingDataset
 
-    kwargs: dict[str, Any] = {}
-    if args.costs != "euclidean":
-        kwargs["costs"] = args.costs
-    if args.open_routes:
-        kwargs["open_routes"] = True
     ds = RoutingDataset(args.root, args.problem, args.num_customers, args.num_instances,
                         seed=args.seed, solver=args.solver, time_limit=args.time_limit,
                         distribution=args.distribution, num_workers=args.workers,
-                        progress=not args.no_progress, generator_kwargs=kwargs)
+                        progress=not args.no_progress, generator_kwargs=cost_kwargs(args))
     info = {"path": ds.processed_paths[0], "problem": args.problem,
             "num_customers": args.num_customers, "num_instances": len(ds),
             "solver": args.solver, "time_limit": args.time_limit,
