@@ -209,7 +209,10 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
                                             "reference is solved)")
     refuse_encoding_options(args, names)
     check_init(backbones.get(args.backbone), args.init)
-    config = backbones.get(args.backbone).config_class.from_options(args, pe=names[0])
+    config_class = backbones.get(args.backbone).config_class
+    config = config_class.from_options(args, pe=names[0])
+    for name in names[1:]:                 # each encoding's configuration, checked up front
+        config_class.from_options(args, pe=name)
     check_trainer(args.accelerator, args.devices, strategy=args.strategy,
                   precision=args.precision)
     args.init = args.init or config.init

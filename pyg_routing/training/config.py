@@ -133,6 +133,11 @@ class TrainConfig:
         check_cost_model(self.costs, self.grid, self.one_way)
         if self.open_routes and self.problem not in ("cvrp", "vrptw"):
             raise ValueError(f"--open-routes applies to cvrp and vrptw, not {self.problem}")
+        if self.open_routes and encodings.info(self.pe).family == "Graph":
+            raise ValueError(f"--pe {self.pe} is a route-graph encoding, defined here on "
+                             f"closed routes only (its closed form assumes cycles through the "
+                             f"depot); with --open-routes use a node encoding such as ipe, "
+                             f"xpe or ipexpe")
         if self.xpe_aggregation == "demand_mean" \
                 and not Problem.parse(self.problem).has_capacity:
             raise ValueError(f"--xpe-aggregation demand_mean weighs by demand; {self.problem} "
