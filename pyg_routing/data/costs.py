@@ -12,7 +12,7 @@ of an instance is
 
 A :class:`~pyg_routing.data.routing_data.RoutingData` keeps its matrix row-major and
 flattened (``travel_cost`` ``[N * N]``) so that PyG batches instances of any sizes by
-concatenation; :func:`arc_costs` looks arcs up in it with no loop over graphs. A dense
+concatenation; :func:`route_arc_costs` looks arcs up in it with no loop over graphs. A dense
 batch (:class:`~pyg_routing.data.instances.RoutingInstances`) keeps ``cost_matrix``
 ``[B, N, N]``; :func:`dense_costs` gives every batch's full matrix by the same rule.
 """
@@ -102,14 +102,39 @@ def flat_matrix_index(src: Tensor, dst: Tensor, batch: Tensor | None,
     """
     if batch is None:
         return src * num_nodes + dst
-    counts = torch.bincount(batch)
+    counts, base = _matrix_offsets(batch, num_nodes)
     first = torch.cumsum(counts, 0) - counts                  # first node of each graph
-    square = counts * counts
-    base = torch.cumsum(square, 0) - square                   # first entry of each matrix
     g = batch.index_select(0, src)
     local_src = src - first.index_select(0, g)
     local_dst = dst - first.index_select(0, g)
     return base.index_select(0, g) + local_src * counts.index_select(0, g) + local_dst
+
+
+def _matrix_offsets(batch: Tensor | None, num_nodes: int,
+                    num_graphs: int | None = None) -> tuple[Tensor, Tensor]:
+    """``(counts, base)``, each ``[G]``: the nodes of every graph and where its
+    flattened ``[n, n]`` matrix starts in the concatenation (``batch`` ``[N]``, ``None``:
+    one graph of ``num_nodes``)."""
+    if batch is None:
+        counts = torch.tensor([num_nodes])
+    else:
+        counts = torch.bincount(batch, minlength=num_graphs or 0)
+    square = counts * counts
+    return counts, torch.cumsum(square, 0) - square
+
+
+def refuse_lost_matrix(data, label: str) -> None:
+    """Refuse an instance that announces an explicit matrix (``explicit_cost``) but
+    carries no ``travel_cost``: it must never be costed as Euclidean.
+
+    Raises:
+        InvalidInstanceError: ``label`` (``"instance 'X': "``) and what is missing.
+    """
+    if "travel_cost" not in data and "explicit_cost" in data \
+            and bool(data.explicit_cost.any()):
+        raise InvalidInstanceError(
+            f"{label}`explicit_cost` is set but the instance carries no `travel_cost` "
+            f"matrix; refusing to treat it as Euclidean")
 
 
 def open_arc_mask(dst: Tensor, depot_mask: Tensor, open_routes: Tensor | None,
@@ -130,20 +155,16 @@ def lookup_costs(flat_matrix: Tensor, src: Tensor, dst: Tensor, batch: Tensor | 
     return flat_matrix.index_select(0, flat_matrix_index(src, dst, batch, num_nodes))
 
 
-def route_arc_costs(data, raw: bool) -> Tensor | None:
+def route_arc_costs(data, raw: bool) -> Tensor:
     """``[E]`` costs of the route arcs ``data.edge_index`` of a
     :class:`~pyg_routing.data.routing_data.RoutingData` (or a PyG batch of them) by
-    the rule of this module, when some instance has an explicit matrix or open
-    routes; ``None`` for the plain Euclidean case, whose callers keep their own
-    arithmetic bit for bit. ``raw``: in original units (benchmarks), else in
-    ``pos``'s units."""
-    explicit = "travel_cost" in data
+    the rule of this module. ``raw``: in original units (benchmarks, with their
+    rounding), else in ``pos``'s units. Euclidean arcs are ``norm`` in ``pos``'s
+    dtype, the arithmetic of :func:`~pyg_routing.data.route_quantities.route_quantities`."""
     src, dst = data.edge_index
     batch = getattr(data, "batch", None)
     opened = open_arc_mask(dst, data.depot_mask, getattr(data, "open_routes", None), batch)
-    if not explicit and opened is None:
-        return None
-    if explicit:
+    if "travel_cost" in data:
         flat = data.raw_travel_cost if raw and "raw_travel_cost" in data else data.travel_cost
         costs = lookup_costs(flat, src, dst, batch, data.num_nodes)
     elif raw and "raw_pos" in data:
@@ -164,11 +185,9 @@ def asymmetric_graphs(flat_matrix: Tensor, batch: Tensor | None, num_nodes: int,
     :class:`~pyg_routing.data.routing_data.RoutingData`) is asymmetric; no loop over
     graphs (each entry is compared with its transposed entry)."""
     dev = flat_matrix.device
-    counts = torch.bincount(batch, minlength=num_graphs) if batch is not None else \
-        torch.tensor([num_nodes], device=dev)
-    square = counts * counts
-    graph = torch.repeat_interleave(torch.arange(counts.numel(), device=dev), square)
-    base = torch.cumsum(square, 0) - square
+    counts, base = _matrix_offsets(batch, num_nodes, num_graphs)
+    counts, base = counts.to(dev), base.to(dev)
+    graph = torch.repeat_interleave(torch.arange(counts.numel(), device=dev), counts * counts)
     local = torch.arange(flat_matrix.numel(), device=dev) - base[graph]
     n = counts[graph]
     transposed = base[graph] + (local % n) * n + local // n

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from pyg_routing.data.feasibility import describe_unservable, unservable_alone
-from pyg_routing.data.problems import Problem
+from pyg_routing.data.problems import OPEN_ROUTE_PROBLEMS, Problem
 from pyg_routing.data.validation import _validate_pairs
 from pyg_routing.errors import InvalidInstanceError, where
 
@@ -96,9 +96,10 @@ def _fields(inst: DenseInstances, prob: Problem, pos: Tensor) -> dict[str, Tenso
         if t.device != pos.device:
             raise InvalidInstanceError(f"`open_routes` is on {t.device} but `pos` is on "
                                        f"{pos.device}")
-        if bool(t.any()) and prob not in (Problem.CVRP, Problem.VRPTW):
-            raise InvalidInstanceError(f"open routes are an option of 'cvrp' and 'vrptw', "
-                                       f"not {prob.value!r}")
+        if bool(t.any()) and prob not in OPEN_ROUTE_PROBLEMS:
+            raise InvalidInstanceError(
+                f"open routes are an option of "
+                f"{' and '.join(repr(p.value) for p in OPEN_ROUTE_PROBLEMS)}, not {prob.value!r}")
     return out
 
 

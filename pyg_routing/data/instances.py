@@ -111,6 +111,14 @@ class RoutingInstances:
         or Euclidean distances, zero into the depot with open routes."""
         return dense_costs(self.pos, self.cost_matrix, self.open_routes)
 
+    def matrix_costs(self) -> Tensor | None:
+        """:meth:`costs` when the coordinates alone cannot cost these instances (an
+        explicit matrix, open routes); ``None`` for plain Euclidean instances, whose
+        consumers keep their own Euclidean arithmetic bit for bit."""
+        if self.cost_matrix is None and self.open_routes is None:
+            return None
+        return self.costs()
+
     def to_data_list(self) -> list[RoutingData]:
         return [self[i] for i in range(len(self))]
 

@@ -69,6 +69,10 @@ class Problem(str, Enum):
         return self in (Problem.VRPTW, Problem.PCVRP, Problem.PDTSP, Problem.PDPTW)
 
 
+#: Problems with the open-route option (vehicles end at their last customer).
+OPEN_ROUTE_PROBLEMS = (Problem.CVRP, Problem.VRPTW)
+
+
 def capacity_for(num_customers: int) -> int:
     """Vehicle capacity C(n) of paper App. F (Kool et al. / POMO convention).
 

@@ -9,15 +9,12 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
-from pyg_routing.data.costs import checked_cost_matrix, route_arc_costs
-from pyg_routing.data.evaluation import ROUNDING_CODES, arc_lengths, solution_cost
-from pyg_routing.data.problems import Problem
+from pyg_routing.data.costs import checked_cost_matrix, dense_costs, route_arc_costs
+from pyg_routing.data.evaluation import ROUNDING_CODES, solution_cost
+from pyg_routing.data.problems import OPEN_ROUTE_PROBLEMS, Problem
 from pyg_routing.data.route_quantities import depot_angle, route_quantities
 from pyg_routing.data.validation import as_tensor, normalize_routes, validate_instance
 from pyg_routing.errors import InvalidInstanceError, NoSolutionError, where
-
-#: Problems with the open-route option (vehicles end at their last customer).
-OPEN_ROUTE_PROBLEMS = (Problem.CVRP, Problem.VRPTW)
 
 #: Fields that describe a solution (recomputed whenever the routes change).
 SOLUTION_KEYS = ("edge_index", "route_index", "num_routes", "route_pos", "cum_dist",
@@ -196,9 +193,9 @@ class RoutingData(Data):
 
     def _set_route_quantities(self) -> None:
         """(Re)compute the solution fields from ``edge_index``."""
-        costs = self._arc_costs(raw=False)
         rq = route_quantities(self.pos, self.edge_index, self.depot_mask,
-                              getattr(self, "batch", None), self.num_graphs, arc_cost=costs)
+                              getattr(self, "batch", None), self.num_graphs,
+                              arc_cost=route_arc_costs(self, raw=False))
         visited = rq.route_id >= 0
         nodes = torch.nonzero(visited).flatten()
         self.route_index = torch.stack([nodes, rq.route_id[nodes]])
@@ -224,8 +221,6 @@ class RoutingData(Data):
         if isinstance(self, Batch):
             raise TypeError("cost_matrix is per instance: index the batch first "
                             "(batch[i].cost_matrix)")
-        from pyg_routing.data.costs import dense_costs
-
         flat = self.travel_cost if "travel_cost" in self else None
         n = self.num_nodes
         return dense_costs(self.pos[None], None if flat is None else flat.view(1, n, n),
@@ -323,19 +318,7 @@ class RoutingData(Data):
         original units with the benchmark's rounding)."""
         self._require_solution()
         self._check_batch_fields()
-        costs = self._arc_costs(raw=True)
-        if costs is not None:
-            return costs
-        src, dst = self.edge_index
-        if "raw_pos" in self:
-            return arc_lengths(self.raw_pos, src, dst,
-                               self.rounding[self._graph_of_node()[src]])
-        return arc_lengths(self.pos, src, dst)
-
-    def _arc_costs(self, raw: bool) -> Tensor | None:
-        """``[E]`` route-arc costs by the rule of :mod:`.costs` (``None`` for plain
-        Euclidean instances); ``raw``: in original units."""
-        return route_arc_costs(self, raw)
+        return route_arc_costs(self, raw=True)
 
     def cost(self) -> Tensor:
         """Objective value: a scalar tensor, or ``[num_graphs]`` for a ``Batch``.

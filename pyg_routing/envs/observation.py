@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from pyg_routing.data.costs import asymmetric_rows, direction_sensitive
+from pyg_routing.data.costs import direction_sensitive
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.data.route_quantities import route_quantities as _route_quantities
 from pyg_routing.envs.tours import cycle_arc_costs
@@ -123,10 +123,9 @@ def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
         return torch.stack([(orig + offsets).reshape(-1),
                             (orig.roll(-1, dims=1) + offsets).reshape(-1)])
 
-    costs = getattr(state, "costs", None)
     aware: bool | Tensor = state.problem.direction_sensitive
-    if costs is not None:      # an asymmetric matrix or open routes tell the direction
-        aware = direction_sensitive(torch.full((b,), aware, device=dev), asymmetric_rows(costs),
+    if getattr(state, "costs", None) is not None:   # asymmetry, open routes: the direction
+        aware = direction_sensitive(torch.full((b,), aware, device=dev), state.asymmetric,
                                     getattr(state, "open_routes", None))
     return encoding_inputs(rq, state.depot_mask.reshape(-1), b, aware, merged_arcs, n,
                            graph_node=(offsets + graph_node).reshape(-1),

@@ -23,7 +23,7 @@ from pyg_routing.data.cost_models import (
     DEFAULT_ONE_WAY,
     check_cost_model,
 )
-from pyg_routing.data.problems import Problem
+from pyg_routing.data.problems import OPEN_ROUTE_PROBLEMS, Problem
 from pyg_routing.functional.route_angle import AGGREGATIONS
 from pyg_routing.functional.route_pe import AMPLITUDES, FREQUENCIES, PHASES
 from pyg_routing.models.gps_encoder import ENCODERS, LOCAL_MPS, check_local_mp, check_pe_init
@@ -131,8 +131,10 @@ class TrainConfig:
         if self.dim % self.heads:
             raise ValueError(f"--heads {self.heads} must divide --dim {self.dim}")
         check_cost_model(self.costs, self.grid, self.one_way)
-        if self.open_routes and self.problem not in ("cvrp", "vrptw"):
-            raise ValueError(f"--open-routes applies to cvrp and vrptw, not {self.problem}")
+        if self.open_routes and Problem.parse(self.problem) not in OPEN_ROUTE_PROBLEMS:
+            raise ValueError(f"--open-routes applies to "
+                             f"{' and '.join(p.value for p in OPEN_ROUTE_PROBLEMS)}, not "
+                             f"{self.problem}")
         if self.open_routes and encodings.info(self.pe).family == "Graph":
             raise ValueError(f"--pe {self.pe} is a route-graph encoding, defined here on "
                              f"closed routes only (its closed form assumes cycles through the "

@@ -45,15 +45,6 @@ def _dist_from(pos: Tensor, cur: Tensor) -> Tensor:
     return (pos - _take(pos, cur).unsqueeze(1)).norm(dim=-1)
 
 
-def _travel(instances: RoutingInstances) -> Tensor | None:
-    """``[B, N, N]`` travel costs when the instances have explicit matrices or open
-    routes (:meth:`RoutingInstances.costs`); ``None`` for plain Euclidean instances,
-    whose heuristics keep their own arithmetic (``norm`` per step) bit for bit."""
-    if instances.cost_matrix is None and instances.open_routes is None:
-        return None
-    return instances.costs()
-
-
 def _from(pos: Tensor, cur: Tensor, costs: Tensor | None) -> Tensor:
     """``[B, N]`` travel cost from ``cur[b]`` to every node."""
     return _dist_from(pos, cur) if costs is None else _take(costs, cur)
@@ -118,7 +109,7 @@ def nearest_neighbor(instances: RoutingInstances) -> Tensor:
     visited[:, 0] = True
     done = torch.zeros(b, dtype=torch.bool, device=device)
     cur = torch.zeros(b, dtype=torch.long, device=device)
-    costs = _travel(instances)
+    costs = instances.matrix_costs()
     # Return to the depot from each node (Euclidean: |pos[0] - pos[i]|, both ways).
     d0 = (_dist_from(pos, cur) if costs is None else costs[:, :, 0]).to(f64)  # [B, N]
     # Open routes never return: the depot's closing time does not bind.
@@ -231,7 +222,7 @@ def sweep(instances: RoutingInstances, order: str = "nearest") -> Tensor:
         rank = torch.zeros(b, n, dtype=pos.dtype, device=pos.device)
         rank.scatter_(1, by_angle, torch.arange(1, n, dtype=pos.dtype,
                                                 device=pos.device).expand(b, -1))
-    return _route_clusters(pos, cluster, rank, _travel(instances))
+    return _route_clusters(pos, cluster, rank, instances.matrix_costs())
 
 
 def _route_clusters(pos: Tensor, cluster: Tensor, rank: Tensor | None = None,
@@ -286,7 +277,7 @@ def cheapest_insertion(instances: RoutingInstances) -> Tensor:
         ``[B, N + 1]`` long giant tours (one route).
     """
     _check_problem("cheapest_insertion", instances, (Problem.TSP, Problem.PDTSP))
-    costs = _travel(instances)
+    costs = instances.matrix_costs()
     dist = euclidean_matrix(instances.pos) if costs is None else costs     # [B, N, N]
     # ``dist_t[b, j, i] = dist[b, i, j]``: arcs INTO a node as rows. A Euclidean
     # matrix is exactly symmetric (hypot of negated differences), so it is its own.

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from pyg_routing.data.costs import refuse_lost_matrix
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
@@ -24,7 +25,7 @@ from pyg_routing.data.solvers.constructive import (
 )
 from pyg_routing.data.solvers.ortools_solver import solve_ortools
 from pyg_routing.data.solvers.pyvrp_solver import instance_label, is_open, solve_pyvrp
-from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError, RoutingError
+from pyg_routing.errors import InfeasibleSolutionError, RoutingError
 
 #: Per-instance search solvers: ``(instance, time_limit, seed) -> routes``.
 SEARCH_SOLVERS: dict[str, Callable[..., list[list[int]]]] = {
@@ -196,14 +197,10 @@ def _solve_constructive(instances: list[RoutingData], solver: str,
 
 
 def _refuse_lost_matrix(instance: RoutingData, position: int) -> None:
-    """Refuse an instance that announces an explicit matrix (``explicit_cost``) but
-    lacks ``travel_cost``: it must not be solved or stacked as Euclidean."""
-    if "travel_cost" not in instance and "explicit_cost" in instance \
-            and bool(instance.explicit_cost.any()):
-        label = instance_label(instance) if "name" in instance else f"instance {position}: "
-        raise InvalidInstanceError(
-            f"{label}`explicit_cost` is set but the instance carries no `travel_cost` "
-            f"matrix; refusing to treat it as Euclidean")
+    """:func:`~pyg_routing.data.costs.refuse_lost_matrix`, naming the instance or its
+    position in the list."""
+    label = instance_label(instance) if "name" in instance else f"instance {position}: "
+    refuse_lost_matrix(instance, label)
 
 
 def stack_instances(instances: Sequence[RoutingData]) -> RoutingInstances:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pyg_routing.data.costs import refuse_lost_matrix
 from pyg_routing.data.evaluation import ROUND_NINT, ROUND_NONE, ROUND_TRUNC1, arc_lengths
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
@@ -108,10 +109,7 @@ def float_distance_matrix(instance: RoutingData) -> tuple[np.ndarray, float]:
         dist = flat.detach().cpu().to(torch.float64).numpy().reshape(n, n).copy()
         scale = 1.0 if raw and _all_integral(instance, dist) else DEFAULT_SCALE
     else:
-        if "explicit_cost" in instance and bool(instance.explicit_cost.any()):
-            raise InvalidInstanceError(
-                f"{instance_label(instance)}`explicit_cost` is set but the instance carries "
-                f"no `travel_cost` matrix; refusing to solve it with Euclidean distances")
+        refuse_lost_matrix(instance, instance_label(instance))
         src = torch.arange(n).repeat_interleave(n)
         dst = torch.arange(n).repeat(n)
         if "raw_pos" in instance:

@@ -83,6 +83,8 @@ class NDSFeatures:
             open routes (the route quantities, hence IPE, follow them); ``None``:
             Euclidean.
         open_routes: ``[I]`` bool (IPE's half-period phase) or ``None``.
+        asymmetric: ``[I]`` bool, whether each matrix differs from its transpose
+            (found once here, read by every observation); ``None`` without costs.
     """
 
     problem: Problem
@@ -91,6 +93,7 @@ class NDSFeatures:
     symmetry: str = "depot"
     costs: Tensor | None = None
     open_routes: Tensor | None = None
+    asymmetric: Tensor | None = None
 
     @classmethod
     def from_instances(cls, instances: RoutingInstances, device: torch.device | str | None = None,
@@ -122,11 +125,12 @@ class NDSFeatures:
             cols.append(instances.prize.to(device=device, dtype=dtype).unsqueeze(-1))
         extra = torch.cat(cols, dim=-1)
         extra[:, 0] = 0                         # NDS feeds the depot its coordinates only
-        costs = opened = None
-        if instances.cost_matrix is not None or instances.open_routes is not None:
-            costs = instances.costs().to(device=device, dtype=dtype)
-            opened = None if instances.open_routes is None else instances.open_routes.to(device)
-        return cls(prob, aug.view(NUM_SYMMETRIES, b, m, 2), extra, symmetry, costs, opened)
+        costs = instances.matrix_costs()
+        if costs is not None:
+            costs = costs.to(device=device, dtype=dtype)
+        opened = None if instances.open_routes is None else instances.open_routes.to(device)
+        return cls(prob, aug.view(NUM_SYMMETRIES, b, m, 2), extra, symmetry, costs, opened,
+                   None if costs is None else asymmetric_rows(costs))
 
     @property
     def num_instances(self) -> int:
@@ -142,9 +146,12 @@ class NDSFeatures:
 
     def to(self, device: torch.device | str) -> NDSFeatures:
         """A copy on ``device``."""
+        def moved(t: Tensor | None) -> Tensor | None:
+            return None if t is None else t.to(device)
+
         return NDSFeatures(self.problem, self.pos.to(device), self.extra.to(device),
-                           self.symmetry, None if self.costs is None else self.costs.to(device),
-                           None if self.open_routes is None else self.open_routes.to(device))
+                           self.symmetry, moved(self.costs), moved(self.open_routes),
+                           moved(self.asymmetric))
 
     def slot_positions(self, inst: np.ndarray) -> tuple[Tensor, Tensor]:
         """``(pos [S, N+1, 2], inst [S] long)``: each slot's augmented coordinates."""
@@ -248,7 +255,7 @@ def observe(state: ToursState, features: NDSFeatures,
                                               + local[1]].to(dtype)
         aware = direction_sensitive(
             torch.full((s,), features.problem.direction_sensitive, device=dev),
-            asymmetric_rows(features.costs)[rows], None if features.open_routes is None
+            features.asymmetric[rows], None if features.open_routes is None
             else features.open_routes[rows])
         opened = None if features.open_routes is None else features.open_routes[rows]
     # The instances were checked when the search started: no re-validation (one sync).

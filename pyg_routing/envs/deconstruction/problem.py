@@ -70,16 +70,13 @@ def instance_distances(instances: RoutingInstances, pos: np.ndarray) -> np.ndarr
     """``[I, N+1, N+1]`` float64 travel costs of ``instances`` by the rule of
     :mod:`pyg_routing.data.costs` (``pos``: their float64 coordinates).
 
-    Coordinates only: :func:`euclidean_distances` (the arithmetic of the Euclidean
-    path, unchanged). An explicit matrix: its entries as given (diagonal zero), in
-    float64. Open routes: the depot column of either set to zero.
+    An explicit matrix: :meth:`RoutingInstances.costs` (diagonal and open routes by the
+    rule), in float64. Coordinates: :func:`euclidean_distances` (the arithmetic of the
+    Euclidean path, unchanged), with the depot column zeroed on open-route instances.
     """
-    if instances.cost_matrix is None:
-        dist = euclidean_distances(pos)
-    else:
-        dist = instances.cost_matrix.detach().cpu().to(dtype=torch.float64).numpy().copy()
-        node = np.arange(dist.shape[1])
-        dist[:, node, node] = 0.0                  # the diagonal is ignored
+    if instances.cost_matrix is not None:         # the rule applied: diagonal, open routes
+        return instances.costs().detach().cpu().to(dtype=torch.float64).numpy()
+    dist = euclidean_distances(pos)
     opened = open_flags(instances)
     if opened.any():
         dist[opened, :, 0] = 0.0                   # the vehicle ends at its last customer

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from pyg_routing.data.costs import asymmetric_rows
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import not_a_batch
@@ -131,8 +132,9 @@ class PairReinsertionEnv(ImprovementEnv):
                             f"ids from the depot: a tensor, a numpy array or a list of "
                             f"rows), got {type(init).__name__}")
         pos = instances.pos[:, perm]
-        costs = None if instances.cost_matrix is None else \
-            instances.costs().index_select(1, perm).index_select(2, perm)
+        costs = instances.matrix_costs()
+        if costs is not None:
+            costs = costs.index_select(1, perm).index_select(2, perm)
         cost = cycle_cost(pos, order, costs)
         window = 2 * p if self.window is None else self.window
         return PairReinsertionState(
@@ -141,7 +143,8 @@ class PairReinsertionEnv(ImprovementEnv):
             best_cost=cost.clone(), best_order=order.clone(),
             last_pair=torch.full((b,), -1, dtype=torch.long, device=dev),
             ring=torch.full((b, window), -1, dtype=torch.long, device=dev),
-            counts=pos.new_zeros(b, p), costs=costs)
+            counts=pos.new_zeros(b, p), costs=costs,
+            asymmetric=None if costs is None else asymmetric_rows(costs))
 
     @staticmethod
     def _given_tours(init: Tensor, b: int, m: int, inverse: Tensor) -> Tensor:
@@ -193,7 +196,7 @@ class PairReinsertionEnv(ImprovementEnv):
             best_cost=torch.where(better, cost, state.best_cost),
             best_order=torch.where(better.unsqueeze(1), order, state.best_order),
             last_pair=pair.clone(), ring=ring, counts=counts, steps=state.steps + 1,
-            costs=state.costs)
+            costs=state.costs, asymmetric=state.asymmetric)
         return new, reward
 
     def action_mask(self, state: PairReinsertionState) -> Tensor:

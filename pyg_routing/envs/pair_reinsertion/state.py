@@ -45,6 +45,8 @@ class PairReinsertionState(BatchedState):
         steps: steps taken.
         costs: ``[B, M, M]`` travel costs in the standard layout (an explicit,
             possibly asymmetric matrix); ``None``: Euclidean distances of ``pos``.
+        asymmetric: ``[B]`` bool, whether each matrix differs from its transpose
+            (IPE's ``direction="auto"``), found once at reset; ``None`` without costs.
     """
 
     pos: Tensor
@@ -60,6 +62,7 @@ class PairReinsertionState(BatchedState):
     counts: Tensor
     steps: int = 0
     costs: Tensor | None = None
+    asymmetric: Tensor | None = None
 
     BEST_FIELDS: ClassVar[tuple[str, ...]] = ("best_cost", "best_order")
     #: the encodings' view of the state: one route, one depot (see

@@ -35,7 +35,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
-from pyg_routing.data.costs import euclidean_matrix
+from pyg_routing.data.costs import asymmetric_rows, euclidean_matrix
 from pyg_routing.data.feasibility import CAPACITY_RTOL
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
@@ -131,19 +131,21 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
                        rank_from_order(order), cost, cost.clone(), order.clone(),
                        torch.full((b, 2), -1, dtype=torch.long, device=dev),
                        time_window=tw, service_time=st, pairs=pairs, costs=costs,
-                       open_routes=instances.open_routes)
+                       open_routes=instances.open_routes,
+                       asymmetric=None if costs is None else asymmetric_rows(costs))
 
 
 def _state_costs(instances: RoutingInstances, k: int) -> Tensor | None:
     """``[B, M, M]`` travel costs of the state's nodes (the ``K`` depot copies share
     the depot's row and column), for instances with an explicit matrix or open
     routes; ``None`` keeps the Euclidean arithmetic of ``pos``."""
-    if instances.cost_matrix is None and instances.open_routes is None:
+    costs = instances.matrix_costs()
+    if costs is None:
         return None
     n = instances.num_nodes
     node = torch.cat([torch.zeros(k, dtype=torch.long, device=instances.device),
                       torch.arange(1, n, device=instances.device)])
-    return instances.costs().index_select(1, node).index_select(2, node)
+    return costs.index_select(1, node).index_select(2, node)
 
 
 def _order_from_tours(tours: Tensor, n: int) -> tuple[Tensor, int]:

@@ -61,6 +61,8 @@ class TwoOptState(BatchedState):
             column); ``None``: Euclidean distances of ``pos``.
         open_routes: ``[B]`` bool (VRPTW with open routes: the depot's closing time
             does not bind the return); ``None``: closed.
+        asymmetric: ``[B]`` bool, whether each matrix differs from its transpose
+            (IPE's ``direction="auto"``), found once at reset; ``None`` without costs.
     """
 
     problem: Problem
@@ -81,6 +83,7 @@ class TwoOptState(BatchedState):
     pairs: Tensor | None = None
     costs: Tensor | None = None
     open_routes: Tensor | None = None
+    asymmetric: Tensor | None = None
 
     BEST_FIELDS: ClassVar[tuple[str, ...]] = ("best_cost", "best_order")
 
