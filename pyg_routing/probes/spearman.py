@@ -226,20 +226,16 @@ def spearman_probe(data: Data | Batch | Iterable[Data], encoders: Mapping[str, E
 
 
 # ---------------------------------------------------------------------- encodings
-def _problem_direction(data: Data) -> str:
-    """IPE's ``direction="auto"`` for a batch of one problem: aware when its problem,
-    an asymmetric matrix or open routes tell a route from its reversal."""
+def _route_context(data: Data) -> tuple[str, Tensor | None]:
+    """IPE's ``direction="auto"`` for a batch of one problem (aware when its problem,
+    an asymmetric matrix or open routes tell a route from its reversal) and the
+    ``[N]`` nodes of open-route instances (its half-period phase), from one
+    :class:`EncodingInputs`."""
     from pyg_routing.transforms import EncodingInputs
 
-    aware = EncodingInputs.from_data(data).direction_sensitive
-    return "aware" if bool(aware.any()) else "invariant"
-
-
-def _open_nodes(data: Data) -> Tensor | None:
-    """``[N]`` bool, the nodes of open-route instances (IPE's half-period phase)."""
-    from pyg_routing.transforms import EncodingInputs
-
-    return EncodingInputs.from_data(data).node_open_routes()
+    inputs = EncodingInputs.from_data(data)
+    aware = "aware" if bool(inputs.direction_sensitive.any()) else "invariant"
+    return aware, inputs.node_open_routes()
 
 
 def open_route_variants(dim: int = 64) -> dict[str, Encoder]:
@@ -249,12 +245,13 @@ def open_route_variants(dim: int = 64) -> dict[str, Encoder]:
     from pyg_routing.functional.route_pe import ipe
 
     def closed(b: Data) -> Tensor:
-        return ipe(b.cum_dist, b.route_length, dim, _problem_direction(b),
+        return ipe(b.cum_dist, b.route_length, dim, _route_context(b)[0],
                    route_pos=b.route_pos)
 
     def half(b: Data) -> Tensor:
-        return ipe(b.cum_dist, b.route_length, dim, _problem_direction(b),
-                   route_pos=b.route_pos, open_route=_open_nodes(b))
+        direction, opened = _route_context(b)
+        return ipe(b.cum_dist, b.route_length, dim, direction, route_pos=b.route_pos,
+                   open_route=opened)
 
     return {"IPE (open: half period)": node(half), "IPE (open: closed phase)": node(closed)}
 
@@ -275,15 +272,15 @@ def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
 
     def _ipe(b: Data, frequencies: str = "harmonic", amplitude: str = "inverse_square"
              ) -> Tensor:
-        return ipe(b.cum_dist, b.route_length, dim, _problem_direction(b),
-                   frequencies=frequencies, route_pos=b.route_pos, amplitude=amplitude,
-                   open_route=_open_nodes(b))
+        direction, opened = _route_context(b)
+        return ipe(b.cum_dist, b.route_length, dim, direction, frequencies=frequencies,
+                   route_pos=b.route_pos, amplitude=amplitude, open_route=opened)
 
     def _ipexpe(b: Data, frequencies: str) -> Tensor:
-        return ipexpe(b.cum_dist, b.route_length, b.depot_angle, dim, num_bands,
-                      _problem_direction(b), frequencies=frequencies,
-                      route_pos=b.route_pos, depot_mask=b.depot_mask,
-                      open_route=_open_nodes(b))
+        direction, opened = _route_context(b)
+        return ipexpe(b.cum_dist, b.route_length, b.depot_angle, dim, num_bands, direction,
+                      frequencies=frequencies, route_pos=b.route_pos,
+                      depot_mask=b.depot_mask, open_route=opened)
 
     return {
         "IPE": node(_ipe),
