@@ -259,15 +259,18 @@ def move_deltas(state: TwoOptState) -> Tensor:
         flat = (order.unsqueeze(2) * m + order.unsqueeze(1)).reshape(b, m * m)
         cost = state.costs.reshape(b, m * m).gather(1, flat).view(b, m, m).double()
     t = torch.arange(m, device=order.device)
-    nxt = (t + 1) % m
-    fwd, bwd = cost[:, t, nxt], cost[:, nxt, t]                 # [B, M]: arc t -> t+1
+    nxt = ((t + 1) % m).view(1, m, 1).expand(b, m, 1)
+    fwd = cost.gather(2, nxt).squeeze(2)                        # [B, M]: c(o_t, o_t+1)
+    bwd = cost.gather(1, nxt.transpose(1, 2)).squeeze(1)        # [B, M]: c(o_t+1, o_t)
     zero = fwd.new_zeros(b, 1)
     f = torch.cat([zero, fwd.cumsum(1)], 1)                     # F[t]: arcs before t
     r = torch.cat([zero, bwd.cumsum(1)], 1)
-    lo, hi = t.view(m, 1), t.view(1, m)                         # positions, lo < hi used
-    inner = (r[:, hi] - r[:, (lo + 1).clamp(max=m)]) - (f[:, hi] - f[:, (lo + 1).clamp(max=m)])
-    delta = (cost[:, lo, hi] + cost[:, nxt.view(m, 1), nxt.view(1, m)]
-             - fwd[:, lo] - fwd[:, hi] + inner)                 # [B, lo, hi]
+    # Broadcasts over positions (lo rows, hi columns; lo < hi used): F[hi], F[lo + 1], ...
+    # and the arc o_lo+1 -> o_hi+1 as the matrix shifted by one position both ways.
+    inner = (r[:, None, :m] - r[:, 1:, None]) - (f[:, None, :m] - f[:, 1:, None])
+    delta = (cost + cost.roll((-1, -1), dims=(1, 2))
+             - fwd[:, :, None] - fwd[:, None, :] + inner)       # [B, lo, hi]
+    lo, hi = t.view(m, 1), t.view(1, m)
     delta = torch.where(lo < hi, delta, delta.transpose(1, 2)).masked_fill(lo == hi, 0.0)
     # by node ids: (i, j) is the move at positions (rank i, rank j)
     rank = state.rank
