@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 import torch
@@ -111,6 +111,8 @@ class Observation:
         encoding_inputs: ``dtype -> EncodingInputs``: what node encodings read of the
             current solutions (:mod:`pyg_routing.envs.observation`), built when an
             encoding asks (``None``: the environment offers none).
+        open_routes: ``[B]`` bool, states whose routes are open (their route graph has
+            no closing edges: SPD's hop distances), or ``None``.
     """
 
     x: Tensor
@@ -122,6 +124,8 @@ class Observation:
     mask: Tensor
     extra: Tensor
     encoding_inputs: Callable[[torch.dtype | None], EncodingInputs] | None
+    # keyword-only, so that subclasses (PairObservation) may add required fields
+    open_routes: Tensor | None = field(default=None, kw_only=True)
 
     def to(self: ObsT, device: torch.device | str) -> ObsT:
         return replace(self, **{f.name: getattr(self, f.name).to(device) for f in fields(self)

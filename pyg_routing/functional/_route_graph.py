@@ -8,6 +8,12 @@ So each route graph is a "flower": cycles (petals) and pendant edges sharing the
 depot, plus isolated nodes. Its whole structure is captured by the position of
 each customer along its route and the size of every route, which is all that
 :class:`RouteGraph` stores; the encodings never build an adjacency matrix.
+
+On an instance with *open routes* (CVRP/VRPTW where the vehicle does not return) the
+closing arc ``v_m -> 0`` is not travelled, so the route graph of an open route of
+``m`` customers is the path ``0 - v_1 - ... - v_m`` (a "spider" of paths around the
+depot). :attr:`RouteGraph.open_graph` marks such graphs; the structure stored is the
+same (positions and sizes), only the closing edge is read as absent.
 """
 
 from __future__ import annotations
@@ -39,6 +45,34 @@ class RouteGraph(NamedTuple):
     route_size: Tensor   # [R] long, customers on each route (m >= 1)
     route_batch: Tensor  # [R] long, graph of each route
     route_ptr: Tensor    # [B + 1] long, first route id of each graph and R
+    #: [B] bool, graphs of open routes (each route a path hanging from the depot, its
+    #: closing arc dropped); ``None``: every route is closed
+    open_graph: Tensor | None = None
+
+    def with_open(self, open_routes: Tensor | bool | None) -> RouteGraph:
+        """This graph with its routes open where ``open_routes`` (``[B]`` or one bool)
+        says so; ``None`` or all False leaves it closed (the paper's route graph)."""
+        if open_routes is None:
+            return self._replace(open_graph=None)
+        flags = torch.as_tensor(open_routes, dtype=torch.bool, device=self.batch.device)
+        flags = flags.reshape(-1).expand(self.num_graphs) if flags.numel() == 1 \
+            else flags.reshape(-1)
+        if flags.numel() != self.num_graphs:
+            raise ValueError(f"open_routes needs one flag per graph ({self.num_graphs}), "
+                             f"got {flags.numel()}")
+        return self._replace(open_graph=flags.clone() if bool(flags.any()) else None)
+
+    def route_open(self) -> Tensor:
+        """``[R]`` bool, True for the routes of open graphs."""
+        if self.open_graph is None:
+            return torch.zeros_like(self.route_size, dtype=torch.bool)
+        return _take(self.open_graph, self.route_batch)
+
+    def node_open(self) -> Tensor:
+        """``[N]`` bool, True for the nodes of open graphs."""
+        if self.open_graph is None:
+            return torch.zeros_like(self.batch, dtype=torch.bool)
+        return _take(self.open_graph, self.batch)
 
     @property
     def num_graphs(self) -> int:
@@ -49,8 +83,8 @@ class RouteGraph(NamedTuple):
         return self.batch.numel()
 
     def depot_degree(self) -> Tensor:
-        """``[B]`` degree of each depot: 2 per cycle route, 1 per pendant route."""
-        per_route = torch.where(self.route_size >= 2, 2, 1)
+        """``[B]`` degree of each depot: 2 per cycle route, 1 per pendant or open route."""
+        per_route = torch.where((self.route_size >= 2) & ~self.route_open(), 2, 1)
         return torch.zeros(self.num_graphs, dtype=torch.long, device=self.batch.device
                            ).index_add_(0, self.route_batch, per_route)
 
@@ -192,64 +226,90 @@ def route_graph_from_data(data: Data, name: str = "this encoding") -> RouteGraph
 
 
 # ----------------------------------------------------------------------------- RWSE
-@functools.lru_cache(maxsize=8)
-def _walk_tables(walk_length: int) -> tuple[Tensor, Tensor]:
+@functools.lru_cache(maxsize=16)
+def _walk_tables(walk_length: int, reflect: bool = False) -> tuple[Tensor, Tensor]:
     """Killed simple random walks on a path, ``[C + 1, C + 1, K + 1]`` float64 each
     (``K = walk_length``, ``C = K + 1``; index 0 unused).
 
-    Start at distance ``a`` from one end and ``b`` from the other (both ends are
-    the depot, absorbing). ``ret[a, b, t]``: at the start again after ``t`` steps
-    without touching an end; ``hit[a, b, t]``: first touches an end at step ``t``.
-    Distances ``>= C`` are out of reach within ``K`` steps, so clipping at ``C`` is
-    exact.
+    Start at distance ``a`` from one end and ``b`` from the other. The first end is
+    the depot (absorbing); the other is the depot too (a cycle route cut open at
+    the depot) or, with ``reflect``, the free end of an open route (a node of degree
+    one, which the walk leaves towards the depot with probability 1). ``ret[a, b,
+    t]``: at the start again after ``t`` steps without touching the depot;
+    ``hit[a, b, t]``: first touches the depot at step ``t``. Distances ``>= C`` are
+    out of reach within ``K`` steps (there and back for the free end), so clipping
+    at ``C`` is exact.
     """
     c = walk_length + 1
     a = torch.arange(c + 1, dtype=torch.float64).view(-1, 1, 1)
     b = torch.arange(c + 1, dtype=torch.float64).view(1, -1, 1)
     x = torch.arange(2 * c + 1, dtype=torch.float64).view(1, 1, -1)
     end = a + b
-    interior = ((x > 0) & (x < end)).double()
-    at_end = ((x == 0) | (x == end)).double()
+    depot = ((x == 0) | ((x == end) & (not reflect))).double()
+    interior = ((x > 0) & ((x < end) | ((x == end) & reflect))).double()
+    # Mass leaving a node to each side: 1/2, except 1 towards the depot at a free end.
+    free_end = ((x == end) & reflect & (end > 0)).double()
+    left_share = 0.5 + 0.5 * free_end
+    right_share = 0.5 * (1 - free_end)
     start = (x == a).double()
     prob = start * interior
     ret = torch.zeros(c + 1, c + 1, walk_length + 1, dtype=torch.float64)
     hit = torch.zeros_like(ret)
     for t in range(1, walk_length + 1):
         nxt = torch.zeros_like(prob)
-        nxt[..., 1:] += 0.5 * prob[..., :-1]
-        nxt[..., :-1] += 0.5 * prob[..., 1:]
-        hit[..., t] = (nxt * at_end).sum(-1)
+        nxt[..., 1:] += (right_share * prob)[..., :-1]
+        nxt[..., :-1] += (left_share * prob)[..., 1:]
+        hit[..., t] = (nxt * depot).sum(-1)
         prob = nxt * interior
         ret[..., t] = (prob * start).sum(-1)
     return ret, hit
 
 
-@functools.lru_cache(maxsize=8)
-def _rwse_tables(walk_length: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Tables indexed by node type ``a (C + 1) + b``, ``a, b <= C = K + 1``:
+def _route_walk_tables(walk_length: int, reflect: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """``stay [T, K]``, ``through [T, K + 1]`` and ``excursion [C + 1, K + 1]`` of
+    one route kind (cycles, or open paths with ``reflect``), see :func:`_rwse_tables`."""
+    k, c = walk_length, walk_length + 1
+    ret, hit = _walk_tables(walk_length, reflect)
+    conv = torch.zeros_like(hit)
+    for s in range(2, k + 1):
+        conv[..., s] = (hit[..., 1:s] * hit[..., 1:s].flip(-1)).sum(-1)
+    excursion = torch.zeros(c + 1, k + 1, dtype=torch.float64)
+    if reflect:
+        # d_v / d_0 is 1 / d_0 at the free end (b = 0); an excursion enters the
+        # path's one end: route of m customers = start 1, free end at m - 1.
+        conv[:, 0] *= 0.5
+        excursion[1:, 1:] = hit[1, :c, :k]
+    else:
+        conv[1, 1] *= 0.5
+        excursion[1:, 1:] = 2 * hit[1, 1:, :k]   # enter at either end, back at step l
+        excursion[1] = conv[1, 1] * 2            # pendant: 0 -> v -> 0 (one entry)
+    return ret[..., 1:].reshape(-1, k), conv.reshape(-1, k + 1), excursion
 
-    * ``stay [T, K]``: closed walks that never touch the depot;
-    * ``through [T, K + 1]``: ``Σ_{t1 + t3 = s}`` first hit at ``t1`` times first
+
+@functools.lru_cache(maxsize=8)
+def _rwse_tables(walk_length: int, with_open: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+    """Tables indexed by node type: ``a (C + 1) + b`` on cycle routes and
+    ``T + a (C + 1) + b`` on open routes (``T = (C + 1)^2``), ``a, b <= C = K + 1``:
+
+    * ``stay [2T, K]``: closed walks that never touch the depot;
+    * ``through [2T, K + 1]``: ``Σ_{t1 + t3 = s}`` first hit at ``t1`` times first
       hit at ``t3`` (the last entry, reversed), still to be convolved with the
       depot returns and scaled by ``d_v / d_0``;
-    * ``excursion [C + 1, K + 1]``: law of a depot-to-depot excursion into a route
-      of ``min(m, C)`` customers, before the ``1 / d_0`` of choosing its entry.
+    * ``excursion [2 (C + 1), K + 1]``: law of a depot-to-depot excursion into a
+      cycle (first ``C + 1`` rows) or an open route (last ``C + 1``) of ``min(m, C)``
+      customers, before the ``1 / d_0`` of choosing its entry.
 
     A cycle customer at position ``j`` of ``m`` has type ``(j, m + 1 - j)``
     (clipped). Type ``(1, 1)``, impossible for a cycle, is the pendant customer
     (``0 -> v -> 0``, with ``d_v / d_0 = 1 / d_0``: half the cycle scale); types
-    with ``a = 0`` (depot, isolated) are all zero.
+    with ``a = 0`` (depot, isolated) are all zero. An open-route customer has type
+    ``(j, m - j)``: distance to the depot and to the free end (a single-customer
+    open route is the pendant, ``(1, 0)``). Without ``with_open`` only the cycle
+    tables are built (the paper's route graphs keep their exact arithmetic).
     """
-    k, c = walk_length, walk_length + 1
-    ret, hit = _walk_tables(walk_length)
-    conv = torch.zeros_like(hit)
-    for s in range(2, k + 1):
-        conv[..., s] = (hit[..., 1:s] * hit[..., 1:s].flip(-1)).sum(-1)
-    conv[1, 1] *= 0.5
-    excursion = torch.zeros(c + 1, k + 1, dtype=torch.float64)
-    excursion[1:, 1:] = 2 * hit[1, 1:, :k]       # enter at either end, back at step l
-    excursion[1] = conv[1, 1] * 2                # pendant: 0 -> v -> 0 (one entry)
-    return ret[..., 1:].reshape(-1, k), conv.reshape(-1, k + 1), excursion
+    parts = [_route_walk_tables(walk_length, reflect)
+             for reflect in ((False, True) if with_open else (False,))]
+    return tuple(torch.cat(tables) for tables in zip(*parts, strict=True))
 
 
 def rwse(rg: RouteGraph, walk_length: int, dtype: torch.dtype) -> Tensor:
@@ -259,18 +319,23 @@ def rwse(rg: RouteGraph, walk_length: int, dtype: torch.dtype) -> Tensor:
     either stay on the route (``stay``, a function of ``(j, M - j)`` clipped at
     ``C``) or first hit the depot at ``t_1``, loop depot-to-depot for ``t_2`` and
     come back at ``t_3``: by reversibility the last part is the first part
-    reversed times ``d_v / d_0 = 2 / d_0``. The depot loops ``P_0(t)`` follow
-    from the excursion law ``E(l)`` of each graph: ``P_0 = 1 / (1 - E)`` as power
-    series. Isolated nodes get 0 (as ``R`` has a zero row there).
+    reversed times ``d_v / d_0 = 2 / d_0`` (``1 / d_0`` at a pendant or an open
+    route's free end). An open route's walks reflect at its free end. The depot
+    loops ``P_0(t)`` follow from the excursion law ``E(l)`` of each graph:
+    ``P_0 = 1 / (1 - E)`` as power series. Isolated nodes get 0 (as ``R`` has a zero row there).
     """
     device = rg.batch.device
     k, c, b = walk_length, walk_length + 1, rg.num_graphs
-    stay, through, excursion = (t.to(device, dtype) for t in _rwse_tables(walk_length))
+    kinds = 1 if rg.open_graph is None else 2
+    stay, through, excursion = (t.to(device, dtype)
+                                for t in _rwse_tables(walk_length, kinds == 2))
     d0 = rg.depot_degree().clamp(min=1).to(dtype)
-    # Depot excursions: histogram of clipped route sizes per graph.
-    hist = torch.zeros(b * (c + 1), dtype=dtype, device=device).index_add_(
-        0, rg.route_batch * (c + 1) + rg.route_size.clamp(max=c),
-        torch.ones(rg.route_size.numel(), dtype=dtype, device=device)).view(b, c + 1)
+    # Depot excursions: histogram of clipped route sizes (open routes apart) per graph.
+    rows = kinds * (c + 1)
+    hist = torch.zeros(b * rows, dtype=dtype, device=device).index_add_(
+        0, rg.route_batch * rows + rg.route_open().long() * (c + 1)
+        + rg.route_size.clamp(max=c),
+        torch.ones(rg.route_size.numel(), dtype=dtype, device=device)).view(b, rows)
     exc = hist @ excursion / d0.unsqueeze(1)                                    # [B, K + 1]
     ret0 = torch.zeros(b, 2 * k + 1, dtype=dtype, device=device)               # K zeros, P_0
     ret0[:, k] = 1
@@ -283,10 +348,12 @@ def rwse(rg: RouteGraph, walk_length: int, dtype: torch.dtype) -> Tensor:
     rhs = torch.cat([toeplitz.transpose(0, 1).reshape(k + 1, b * k),
                      torch.eye(k, dtype=dtype, device=device).repeat(1, b)])
     per_type = torch.cat([through, stay], 1) @ rhs                              # [T, B K]
-    # Node type a (C + 1) + b with a = min(j, C), b = min(m + 1 - j, C); row type B + g.
+    # Node type a (C + 1) + b with a = min(j, C), b = min(m + 1 - j, C) (open routes:
+    # T + a (C + 1) + min(m - j, C)); row type B + g.
     j = rg.route_pos
-    row = torch.sub(rg.node_route_size(), j).add_(1).clamp_(max=c)
-    row.add_(j.clamp(0, c), alpha=c + 1).mul_(b).add_(rg.batch)
+    opened = rg.node_open().long()
+    row = torch.sub(rg.node_route_size(), j).add_(1 - opened).clamp_(max=c)
+    row.add_(j.clamp(0, c), alpha=c + 1).add_(opened, alpha=(c + 1) ** 2).mul_(b).add_(rg.batch)
     out = _take(per_type.view(-1, k), row)
     out[rg.depot] = ret0[:, k + 1:]
     return out

@@ -22,17 +22,28 @@ eigenvector of ``L`` is one of:
 
 Roots come from a rational-model iteration on ``F`` (4-5 ``[A, P]`` passes), the
 vectors from one table gather and a ``sin`` per node: no eigensolver at all.
+
+**Open routes** (``open_routes``, :attr:`RouteGraph.open_graph`): an open route of
+``m`` customers is the path ``0 - v_1 - ... - v_m``, a cycle of ``2m`` customers
+folded at its middle. Cutting the depot out leaves a path with Dirichlet at the depot
+and a free end, whose modes ``sin(θ j)``, ``θ = π p / M`` with ``M = 2m + 1`` and odd
+``p = 2q - 1``, are the symmetric modes of that cycle: the customer at position ``j``
+carries ``p = 2j - 1``. Only ``v_1`` touches the depot, so every mode is odd
+(``σ = 2 sin θ / sqrt(M)``, half the cycle's weight, never 0) and there are no even
+modes; a secular vector is the cycle's with ``c = M / 2 = m + 1/2``. A single-customer
+open route is the same pendant as a closed one. Graphs not marked open take exactly
+the closed path (bit for bit).
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from pyg_routing.data.route_quantities import _take
+from pyg_routing.functional._laplacian_modes import _Modes
 from pyg_routing.functional._route_graph import RouteGraph, as_route_graph
 
 __all__ = ["laplacian_pe"]
@@ -118,7 +129,8 @@ def _robust_secular(rg: RouteGraph, md: _Modes, lam: Tensor, sign: Tensor) -> Te
     With ``λ = 4 - 4 sin²(ε/2)`` (``λ <= 4``; ``cosh``/``sinh`` and ``4 + 4 sinh²``
     above), ``y_j = (-1)^j C((j - c) ε) / C(c ε)`` for even ``M`` and
     ``(-1)^{j+1} S((j - c) ε) / S(c ε)`` for odd ``M``, written without overflow
-    and without 0/0 at ``ε = 0``.
+    and without 0/0 at ``ε = 0``. Open legs are the odd case ``M = 2m + 1``, ``c = M / 2``
+    (the same recurrence from the depot, ``y_m = y_{m+1}`` at the free end).
     """
     lam_n = _take(lam, rg.batch)                                                # [N, k]
     big_m = md.big_m.unsqueeze(1)
@@ -149,7 +161,8 @@ def laplacian_pe(graph: Tensor | RouteGraph, num_nodes: int | None = None,
                  batch: Tensor | None = None, *, k: int = 8, ptr: Tensor | None = None,
                  depot_mask: Tensor | None = None, random_sign: bool = False,
                  generator: torch.Generator | None = None,
-                 dtype: torch.dtype | None = None) -> Tensor:
+                 dtype: torch.dtype | None = None,
+                 open_routes: Tensor | bool | None = None) -> Tensor:
     r"""Laplacian eigenvector PE of route graphs: the ``k`` smallest non-trivial
     eigenvectors of ``L = D - A`` of each graph, ``[N, k]``.
 
@@ -164,6 +177,10 @@ def laplacian_pe(graph: Tensor | RouteGraph, num_nodes: int | None = None,
             (sign-ambiguity augmentation; off by default).
         generator: random generator for the signs.
         dtype: output dtype (default: ``torch.get_default_dtype()``).
+        open_routes: ``[B]`` bool or one bool, graphs whose routes are open (each route
+            the path ``0 - v_1 - ... - v_m``, its closing edge absent); default: what
+            a given :class:`RouteGraph` says (``open_graph``), else all closed. Open and
+            closed graphs may be mixed in a batch; closed ones are unaffected.
 
     Eigenvalues are sorted ascending; the one skipped is the constant vector of
     the depot's component (``λ = 0``). Unvisited (isolated) customers add more
@@ -174,6 +191,8 @@ def laplacian_pe(graph: Tensor | RouteGraph, num_nodes: int | None = None,
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"laplacian_pe needs k >= 1 eigenvectors, got k={k!r}")
     rg = as_route_graph(graph, num_nodes, batch, ptr, depot_mask)
+    if open_routes is not None:   # else keep the RouteGraph's own open_graph
+        rg = rg.with_open(open_routes)
     wd = _work_dtype(rg.batch.device)
     modes = _Modes.of(rg, wd)
     kind, lam, step, coef = _spectrum(rg, modes, k)
@@ -184,29 +203,6 @@ def laplacian_pe(graph: Tensor | RouteGraph, num_nodes: int | None = None,
         sign = 1 - 2 * flips.to(rg.batch.device, wd)
     out = _eigenvectors(rg, modes, kind, lam, step, coef, sign)
     return out.to(torch.get_default_dtype() if dtype is None else dtype)
-
-
-class _Modes(NamedTuple):
-    """Per-node Dirichlet data, ``[N]`` each: customer ``v`` at position ``p`` of a
-    route of ``m`` customers carries the mode ``p`` of its route."""
-
-    pend: Tensor      # bool, customer of a single-customer route
-    cycle: Tensor     # bool, customer of a cycle route (m >= 2)
-    big_m: Tensor     # long, M = m + 1 (pendants: 3, whose mode p = 1 has μ = 1)
-    mu: Tensor        # float, μ = 2 - 2 cos(π p / M)
-    sigma: Tensor     # float, depot-neighbour sum of the normalized mode (odd p)
-
-    @classmethod
-    def of(cls, rg: RouteGraph, wd: torch.dtype) -> _Modes:
-        visited = rg.route_id >= 0
-        m = rg.node_route_size()
-        pend = visited & (m == 1)
-        big_m = torch.where(pend, 3, m + 1).clamp(min=2)
-        angle = rg.route_pos.clamp(min=1).to(wd) * math.pi / big_m.to(wd)
-        # Normalized mode sqrt(2/M) sin(π p j / M): its two depot neighbours sum to
-        # 2 sqrt(2/M) sin(π p / M) for odd p (0 for even p); a pendant's mode is 1.
-        sigma = torch.where(pend, 1.0, 2 * torch.sin(angle) * torch.sqrt(2 / big_m.to(wd)))
-        return cls(pend, visited & (m >= 2), big_m, 2 - 2 * torch.cos(angle), sigma)
 
 
 def _spectrum(rg: RouteGraph, md: _Modes, k: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -221,7 +217,7 @@ def _spectrum(rg: RouteGraph, md: _Modes, k: int) -> tuple[Tensor, Tensor, Tenso
     device, b = rg.batch.device, rg.num_graphs
     wd = md.mu.dtype
     visited = rg.route_id >= 0
-    odd = visited & ((rg.route_pos & 1) == 1)
+    odd = visited & ((md.num & 1) == 1)             # every open-leg mode is odd
     even = visited & ~odd
     d0 = rg.depot_degree().to(wd)
     node_ids = torch.arange(rg.num_nodes, device=device)
@@ -241,7 +237,7 @@ def _spectrum(rg: RouteGraph, md: _Modes, k: int) -> tuple[Tensor, Tensor, Tenso
     valid = torch.isfinite(om)                                                  # [B, k + 1]
     # Equal poles are equal fractions p / M (exact integer test; their floats may
     # differ in the last bit, and distinct fractions are far apart).
-    oa, ob = at(rg.route_pos, onode), at(md.big_m, onode)
+    oa, ob = at(md.num, onode), at(md.big_m, onode)
     same = valid[:, 1:] & (oa[:, 1:] * ob[:, :-1] == oa[:, :-1] * ob[:, 1:])    # [B, k]
     # In a group of c equal odd poles the first c - 1 entries are combinations that
     # vanish at the depot (λ = the pole); the last one owns the root up to the next.
@@ -281,7 +277,7 @@ def _spectrum(rg: RouteGraph, md: _Modes, k: int) -> tuple[Tensor, Tensor, Tenso
                                   torch.isfinite(em).to(wd).unsqueeze(2))
     cand = torch.cat([torch.where(valid[:, :-1], lam_o, math.inf), em], 1)
     cand_kind = torch.cat([torch.where(same, 3, 2) * valid[:, :-1], 3 * torch.isfinite(em)], 1)
-    frac = (torch.cat([oa[:, :-1], at(rg.route_pos, enode)], 1).to(wd)
+    frac = (torch.cat([oa[:, :-1], at(md.num, enode)], 1).to(wd)
             / torch.cat([ob[:, :-1], at(md.big_m, enode)], 1).to(wd))
     # Sorted, with (near-)ties in candidate order so that rounding noise never
     # permutes a degenerate pair (batches then match single graphs); the isolated
@@ -308,7 +304,8 @@ def _eigenvectors(rg: RouteGraph, md: _Modes, kind: Tensor, lam: Tensor, step: T
     ``amp * sin(ω j + φ)``. Dirichlet combinations: ``ω = π a / b``, ``φ = 0``. A
     secular vector with ``λ = 2 - 2 cos θ``: ``y_j = cos((j - c) θ) / cos(c θ)``,
     ``c = M / 2``, so ``ω = θ``, ``φ = π/2 - c θ``, and its norm is closed-form
-    (``Σ_j cos²((j - c) θ) = m / 2 + sin(m θ) / (2 sin θ)``). So the ``[N, k]`` work
+    (``Σ_j cos²((j - c) θ) = m / 2 + sin(m θ) / (2 sin θ)``). An open leg is half a
+    cycle of ``2m``: ``c = m + 1/2`` and half that cycle's sum. So the ``[N, k]`` work
     is one table gather per node plus ``sin``; the tables are ``[B, Rmax + 1, k]``
     (last row: the depot, ``j = 0``).
     """
@@ -325,9 +322,14 @@ def _eigenvectors(rg: RouteGraph, md: _Modes, kind: Tensor, lam: Tensor, step: T
     sec = kind == 2
     theta = 2 * torch.asin(torch.sqrt(torch.where(sec, lam, 1.0).clamp(0, 4)) / 2)   # [B, k]
     th = theta.unsqueeze(1)
-    c_th = 0.5 * (size + 1) * th                                                # [B, Rmax, k]
+    # An open leg of m reads as the cycle of 2m (the whole graph is open or closed).
+    leg = None if rg.open_graph is None else cyc & rg.open_graph.view(b, 1, 1)
+    span = size if leg is None else torch.where(leg, 2 * size, size)
+    c_th = 0.5 * (span + 1) * th                                                # [B, Rmax, k]
     cos_c = torch.where(cyc, torch.cos(c_th), 1.0)
-    sq = 0.5 * size + torch.sin(size * th) / (2 * torch.sin(th))
+    sq = 0.5 * span + torch.sin(span * th) / (2 * torch.sin(th))
+    if leg is not None:
+        sq = torch.where(leg, 0.5 * sq, sq)              # the leg is half of the cycle
     mu_pend = 2 - 2 * math.cos(math.pi / 3)
     npend = pend.sum(1, dtype=wd)
     # (λ is never the pendant pole when there is a pendant, but may be 1 otherwise.)
@@ -338,8 +340,11 @@ def _eigenvectors(rg: RouteGraph, md: _Modes, kind: Tensor, lam: Tensor, step: T
     amp_s = torch.cat([amp_s, torch.ones_like(amp_s[:, :1])], 1) * inv.unsqueeze(1)
     phi_s = torch.cat([torch.where(pend, half_pi - th, half_pi - c_th),
                        torch.full_like(c_th[:, :1], half_pi)], 1)
-    # Dirichlet combinations (kind 3): normalized mode sqrt(2/M) sin(ω j); pendant: 1.
+    # Dirichlet combinations (kind 3): normalized mode sqrt(2/M) sin(ω j); pendant: 1;
+    # open leg: (2 / sqrt(2m + 1)) sin(ω j).
     nf = torch.where(pend, 1.0, torch.sqrt(2 / (size + 1)))
+    if leg is not None:
+        nf = torch.where(leg, 2 * torch.rsqrt(2 * size + 1), nf)
     amp_d = torch.cat([coef.transpose(1, 2) * nf, coef.new_zeros(b, 1, k)], 1) \
         * sign.unsqueeze(1)
     stp = step.unsqueeze(1)

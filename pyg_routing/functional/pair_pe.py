@@ -87,19 +87,22 @@ def position_offsets(route_pos: Tensor) -> Tensor:
 
 
 def hop_distance(route_pos: Tensor, route_id: Tensor, mask: Tensor | None = None,
-                 max_nodes: int = MAX_BIAS_NODES) -> Tensor:
+                 max_nodes: int = MAX_BIAS_NODES, open_routes: Tensor | None = None) -> Tensor:
     r"""Shortest-path hop distances on the undirected route graph, closed form, batched.
 
     A route with ``L`` customers is a cycle through the depot of ``L + 1`` nodes, so
     within a route ``d(i, j) = min(|i - j|, L + 1 - |i - j|)``, to the depot
     ``d(i) = min(i, L + 1 - i)`` (``1`` for a single-customer route) and across routes
-    ``d(i) + d(j)``. Unvisited customers are unreachable from every other node.
+    ``d(i) + d(j)``. An open route is the path ``0 - v_1 - ... - v_L`` (no closing
+    edge): ``d(i, j) = |i - j|`` and ``d(i) = i``. Unvisited customers are
+    unreachable from every other node.
 
     Args:
         route_pos: ``[B, N]`` positions (depot 0, unvisited and padding -1).
         route_id: ``[B, N]`` route ids (-1 for depot, unvisited, padding).
         mask: ``[B, N]`` bool, False for padding (default: all valid).
         max_nodes: limit on ``N`` (see :func:`check_num_nodes`).
+        open_routes: ``[B]`` bool, instances whose routes are open (default: none).
 
     Returns:
         ``[B, N, N]`` long hop counts; ``-1`` for unreachable pairs and padding;
@@ -117,6 +120,10 @@ def hop_distance(route_pos: Tensor, route_id: Tensor, mask: Tensor | None = None
     same = (visited.unsqueeze(-1) & visited.unsqueeze(-2)
             & (rid.unsqueeze(-1) == rid.unsqueeze(-2)))
     cycle = torch.where(same, pos.unsqueeze(-2), 0).amax(-1) + 1            # [B, N]: L + 1
+    if open_routes is not None:
+        # No way round an open route: the cycle is never shorter than the path.
+        cycle = torch.where(open_routes.to(cycle.device).bool().reshape(-1, 1),
+                            2 * n + 2, cycle)
     to_depot = torch.where(visited, torch.minimum(pos, cycle - pos), 0)
     gap = (pos.unsqueeze(-1) - pos.unsqueeze(-2)).abs()
     within = torch.minimum(gap, cycle.unsqueeze(-1) - gap)

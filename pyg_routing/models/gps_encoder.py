@@ -247,11 +247,14 @@ class GPSEncoder(nn.Module):
         route_pos = route_id = mask = None
         if self.positional.bias is not None or self.positional.rotary is not None:
             route_pos, route_id, mask = dense_route_inputs(data)
-        return self._layers(h, data.edge_index, batch, route_pos, route_id, mask)
+        opened = data.open_routes if "open_routes" in data else None
+        return self._layers(h, data.edge_index, batch, route_pos, route_id, mask,
+                            open_routes=opened)
 
     def forward_dense(self, x: Tensor, edge_index: Tensor, pe: Tensor | None = None,
                       route_pos: Tensor | None = None,
-                      route_id: Tensor | None = None, succ: Tensor | None = None) -> Tensor:
+                      route_id: Tensor | None = None, succ: Tensor | None = None,
+                      open_routes: Tensor | None = None) -> Tensor:
         r"""The same encoder on a dense batch of equal-size instances (search loops).
 
         Args:
@@ -267,6 +270,7 @@ class GPSEncoder(nn.Module):
                 The directed encoder then gathers each node's predecessor and
                 successor instead of scattering over ``edge_index``: equal output,
                 less time. Other ``local_mp`` settings use ``edge_index``.
+            open_routes: ``[B]`` bool, instances whose routes are open (SPD).
 
         Returns:
             ``[B, M, dim]``.
@@ -290,7 +294,8 @@ class GPSEncoder(nn.Module):
         if succ is not None and self.local_mp == "directed":
             neighbours = _pred_succ(succ.to(x.device))
         return self._layers(h, edge_index, batch, route_pos, route_id, mask,
-                            graph_size=m, neighbours=neighbours).view(b, m, -1)
+                            graph_size=m, neighbours=neighbours,
+                            open_routes=open_routes).view(b, m, -1)
 
     @property
     def feature_width(self) -> int:
@@ -311,15 +316,17 @@ class GPSEncoder(nn.Module):
         if succ is not None and succ.shape != x.shape[:2]:
             succ = None
         return self.forward_dense(x, obs.edge_index, self.positional.observed_code(obs, dtype),
-                                  obs.route_pos, obs.route_id, succ=succ)
+                                  obs.route_pos, obs.route_id, succ=succ,
+                                  open_routes=getattr(obs, "open_routes", None))
 
     def _layers(self, h: Tensor, edge_index: Tensor, batch: Tensor, route_pos: Tensor | None,
                 route_id: Tensor | None, mask: Tensor | None,
                 graph_size: int | None = None,
-                neighbours: tuple[Tensor, Tensor] | None = None) -> Tensor:
+                neighbours: tuple[Tensor, Tensor] | None = None,
+                open_routes: Tensor | None = None) -> Tensor:
         if self.local_mp == "undirected":
             edge_index = to_undirected(edge_index, num_nodes=h.size(0))
-        bias = self.positional.attention_bias(route_pos, route_id, mask)
+        bias = self.positional.attention_bias(route_pos, route_id, mask, open_routes)
         position = route_pos if self.positional.rotary is not None else None
         for layer in self.layers:
             h = layer(h, edge_index, batch, bias, position, graph_size=graph_size,

@@ -59,7 +59,8 @@ def probe_representations(dim: int = 64, num_heads: int = 8,
 
     def spd(b: Data) -> Tensor:
         route_pos, route_id, mask = index_pe.dense_route_inputs(b)
-        hops = pair_pe.hop_distance(route_pos, route_id, mask).double()
+        opened = b.open_routes if "open_routes" in b else None      # paths, not cycles
+        hops = pair_pe.hop_distance(route_pos, route_id, mask, open_routes=opened).double()
         return torch.where(hops < 0, hops.max() + 1, hops)
 
     return {

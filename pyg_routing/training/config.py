@@ -135,11 +135,6 @@ class TrainConfig:
             raise ValueError(f"--open-routes applies to "
                              f"{' and '.join(p.value for p in OPEN_ROUTE_PROBLEMS)}, not "
                              f"{self.problem}")
-        if self.open_routes and encodings.info(self.pe).family == "Graph":
-            raise ValueError(f"--pe {self.pe} is a route-graph encoding, defined here on "
-                             f"closed routes only (its closed form assumes cycles through the "
-                             f"depot); with --open-routes use a node encoding such as ipe, "
-                             f"xpe or ipexpe")
         if self.xpe_aggregation == "demand_mean" \
                 and not Problem.parse(self.problem).has_capacity:
             raise ValueError(f"--xpe-aggregation demand_mean weighs by demand; {self.problem} "

@@ -20,7 +20,7 @@ from torch_geometric.transforms.add_positional_encoding import add_node_attr
 
 from pyg_routing.data.costs import asymmetric_graphs, direction_sensitive
 from pyg_routing.data.problems import Problem
-from pyg_routing.errors import InvalidInstanceError, NoSolutionError
+from pyg_routing.errors import NoSolutionError
 from pyg_routing.functional._route_graph import RouteGraph, route_graph_from_data
 from pyg_routing.functional.index_pe import route_sizes
 
@@ -118,19 +118,12 @@ class EncodingInputs:
     def graph(self, by: str) -> RouteGraph:
         """The route graph (raises :class:`NoSolutionError` without route arcs).
 
-        Raises:
-            InvalidInstanceError: open routes. Their route graph is a set of paths
-                hanging from the depot, not the cycles the graph encodings' closed forms
-                are written for; they are refused rather than coded as closed routes.
+        On instances with open routes it is their open route graph (each route a
+        path hanging from the depot, :attr:`RouteGraph.open_graph`).
         """
         if self.route_graph is None:
             raise _needs_solution(by, "route arcs")
-        if self.open_routes is not None and bool(self.open_routes.any()):
-            raise InvalidInstanceError(
-                f"{by} is defined here on closed routes only (its closed form assumes "
-                f"each route is a cycle through the depot); these instances have open "
-                f"routes: use a node encoding such as IPE, XPE or IPE+XPE")
-        return self.route_graph(by)
+        return self.route_graph(by).with_open(self.open_routes)
 
     def per_node(self, code: Tensor) -> Tensor:
         """A code of the route graph's nodes, read for every node (``graph_node``)."""

@@ -6,7 +6,6 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from pyg_routing.errors import InvalidInstanceError
 from pyg_routing.functional.index_pe import MAX_BIAS_NODES, dense_route_inputs
 from pyg_routing.functional.pair_pe import hop_distance
 from pyg_routing.transforms._base import require_solution
@@ -22,7 +21,8 @@ class ShortestPathDistance(BaseTransform):
     customers). Densify with ``torch_geometric.utils.to_dense_adj(index, batch,
     values)``; the SPD attention bias (:class:`~pyg_routing.models.pe.ShortestPathBias`)
     embeds them. Distances come in closed form (a route of ``L`` customers is a
-    cycle of ``L + 1`` nodes through the depot), not by BFS.
+    cycle of ``L + 1`` nodes through the depot; an open route the path of its
+    ``L + 1`` nodes from the depot), not by BFS.
 
     Args:
         max_distance: cap (larger distances are clipped), or ``None``.
@@ -41,12 +41,9 @@ class ShortestPathDistance(BaseTransform):
         if "batch" in data and data.batch is not None:
             raise ValueError("ShortestPathDistance applies to single instances (dataset "
                              "transforms); batch them afterwards")
-        if "open_routes" in data and bool(data.open_routes.any()):
-            raise InvalidInstanceError(
-                f"{type(self).__name__} is defined on closed routes only (a route is a "
-                f"cycle through the depot); this instance has open routes")
         route_pos, route_id, mask = dense_route_inputs(data)
-        hops = hop_distance(route_pos, route_id, mask, self.max_nodes)[0]
+        opened = data.open_routes if "open_routes" in data else None
+        hops = hop_distance(route_pos, route_id, mask, self.max_nodes, opened)[0]
         if self.max_distance is not None:
             hops = torch.where(hops > self.max_distance, self.max_distance, hops)
         n = data.num_nodes

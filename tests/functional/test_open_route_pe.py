@@ -81,24 +81,3 @@ def test_nds_observation_follows_the_matrix_and_open_routes():
             rid, length = obs.route_id[slot], obs.route_length[slot]
             total = sum(float(length[rid == r][0]) for r in rid.unique() if r >= 0)
             assert total == pytest.approx(float(batch.state.cost[slot]), rel=1e-5)
-
-
-@pytest.mark.parametrize("pe", ["lap", "rwse", "spd"])
-def test_graph_encodings_refuse_open_routes(pe):
-    from pyg_routing.errors import InvalidInstanceError
-    from pyg_routing.transforms import EncodingInputs
-
-    inst = make_generator("cvrp", 8, seed=0, open_routes=True).sample(1)
-    data = RoutingData.from_routes(inst[0], [[1, 2, 3, 4], [5, 6, 7, 8]])
-    with pytest.raises(InvalidInstanceError, match="closed routes only .* open routes"):
-        EncodingInputs.from_data(data).graph(pe)
-
-
-def test_the_spd_transform_refuses_open_routes():
-    from pyg_routing.errors import InvalidInstanceError
-    from pyg_routing.transforms import ShortestPathDistance
-
-    inst = make_generator("cvrp", 6, seed=0, open_routes=True).sample(1)
-    data = RoutingData.from_routes(inst[0], [[1, 2, 3], [4, 5, 6]])
-    with pytest.raises(InvalidInstanceError, match="closed routes only"):
-        ShortestPathDistance()(data)

@@ -33,3 +33,24 @@ def test_probe_command_takes_open_routes_and_refuses_them_for_tsp(tmp_path, caps
     code = main(["probe", "spearman", "--problem", "tsp", "--num-customers", "8",
                  "--instances", "4", "--open-routes", "--root", str(tmp_path)])
     assert code == 2 and "has no generator option 'open_routes'" in capsys.readouterr().err
+
+
+def test_the_probe_graph_encodings_read_the_open_route_graph():
+    import torch
+    from torch_geometric.data import Batch
+
+    from pyg_routing.functional.index_pe import dense_route_inputs
+    from pyg_routing.functional.pair_pe import hop_distance
+    from pyg_routing.probes.representations import probe_representations
+
+    b = Batch.from_data_list(_open_solutions(n=12, b=3))
+    reps = probe_representations(dim=8)
+    route_pos, route_id, mask = dense_route_inputs(b)
+    hops = hop_distance(route_pos, route_id, mask, open_routes=torch.ones(3, dtype=bool))
+    spd = reps["SPD"](b)
+    assert torch.equal(spd, torch.where(hops < 0, hops.max() + 1, hops).double())
+    # the last customer of an open route is `m` hops from the depot, not one
+    assert not torch.equal(spd, hop_distance(route_pos, route_id, mask).double())
+    for name in ("Laplacian PE", "RWSE"):                 # no refusal on open routes
+        assert torch.isfinite(reps[name](b)).all()
+    assert spearman_probe(_open_solutions(n=12, b=6), reps, num_pairs=2000, seed=0)["SPD"]

@@ -176,6 +176,7 @@ class NDSObservation:
         encoding_inputs: ``dtype -> EncodingInputs`` of the solutions (what a node
             code reads; built when an encoding asks).
         pe: ``[S, M, w]`` the policy's node code when already computed, else ``None``.
+        open_routes: ``[S]`` bool, solutions of open-route instances (SPD), or ``None``.
     """
 
     x: Tensor
@@ -191,6 +192,7 @@ class NDSObservation:
     edge_index: Tensor
     encoding_inputs: Callable[[torch.dtype | None], EncodingInputs] | None = None
     pe: Tensor | None = None
+    open_routes: Tensor | None = None
 
     def __len__(self) -> int:
         return self.x.shape[0]
@@ -271,4 +273,5 @@ def observe(state: ToursState, features: NDSFeatures,
             rq, depot_mask, s, features.problem.direction_sensitive if aware is None else aware,
             edge_index, m, batch=batch, graph_batch=batch, graph_depot_mask=depot_mask,
             demand=x[..., 2].reshape(-1), dtype=code_dtype,   # demand / capacity
-            open_routes=opened))
+            open_routes=opened),
+        open_routes=opened)

@@ -40,4 +40,5 @@ def observe(state: TwoOptState, mask: torch.Tensor | None = None,
         mask=action_mask(state) if mask is None else mask,
         extra=torch.stack([state.cost, state.best_cost], -1).to(dtype),
         encoding_inputs=lambda code_dtype: tour_encoding_inputs(state, rq, code_dtype),
+        open_routes=getattr(state, "open_routes", None),
     )

@@ -74,11 +74,12 @@ class N2SEncoder(nn.Module):
                 mod.reset_parameters()
 
     def positional_scores(self, pe: Tensor | None, route_pos: Tensor | None,
-                          route_id: Tensor | None) -> Tensor | None:
+                          route_id: Tensor | None,
+                          open_routes: Tensor | None = None) -> Tensor | None:
         """``A_pos [B, H, M, M]`` of the encoding (``None``: no positional scores)."""
         if self.positional.reads_positions and route_pos is None:
             raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
-        bias = self.positional.attention_bias(route_pos, route_id)
+        bias = self.positional.attention_bias(route_pos, route_id, open_routes=open_routes)
         if bias is not None:
             return bias
         g = self.positional.node_code(pe, route_pos, type(self).__name__)
@@ -95,16 +96,19 @@ class N2SEncoder(nn.Module):
         route_id`` and the route quantities or node code; duck-typed)."""
         dtype = self.embed.weight.dtype
         return self.forward_dense(obs.x.to(dtype), self.positional.observed_code(obs, dtype),
-                                  obs.route_pos, obs.route_id)
+                                  obs.route_pos, obs.route_id,
+                                  getattr(obs, "open_routes", None))
 
     def forward_dense(self, x: Tensor, pe: Tensor | None = None,
                       route_pos: Tensor | None = None,
-                      route_id: Tensor | None = None) -> Tensor:
-        """The encoder on ``B`` instances of ``M`` nodes: ``[B, M, dim]``."""
+                      route_id: Tensor | None = None,
+                      open_routes: Tensor | None = None) -> Tensor:
+        """The encoder on ``B`` instances of ``M`` nodes: ``[B, M, dim]``
+        (``open_routes [B]``: instances whose routes are open, for SPD)."""
         if x.size(-1) != self.in_channels:
             raise ValueError(f"N2SEncoder(in_channels={self.in_channels}) got node features "
                              f"of width {x.size(-1)}")
-        pos_scores = self.positional_scores(pe, route_pos, route_id)
+        pos_scores = self.positional_scores(pe, route_pos, route_id, open_routes)
         h = self.embed(x)
         position = route_pos if self.positional.rotary is not None else None
         for layer in self.layers:

@@ -280,12 +280,14 @@ class NDSEncoder(nn.Module):
         dtype = self.embedding_node.weight.dtype
         return self(obs.x.to(dtype), obs.pred, obs.succ, obs.tour,
                     self.positional.observed_code(obs, dtype), getattr(obs, "route_pos", None),
-                    getattr(obs, "route_id", None))
+                    getattr(obs, "route_id", None), getattr(obs, "open_routes", None))
 
     def forward(self, x: Tensor, pred: Tensor, succ: Tensor, tour: Tensor,
                 pe: Tensor | None = None, route_pos: Tensor | None = None,
-                route_id: Tensor | None = None) -> Tensor:
-        """Node embeddings ``[B, M, dim]`` of ``B`` solutions (see the class docstring)."""
+                route_id: Tensor | None = None,
+                open_routes: Tensor | None = None) -> Tensor:
+        """Node embeddings ``[B, M, dim]`` of ``B`` solutions (see the class docstring;
+        ``open_routes [B]``: solutions whose routes are open, for SPD)."""
         b, m, f = x.shape
         if f != self.in_features:
             raise ValueError(f"NDSEncoder(in_features={self.in_features}) got node features "
@@ -307,7 +309,8 @@ class NDSEncoder(nn.Module):
             if route_id is None and self.positional.bias.needs_route_id:
                 raise ValueError(f"encoding {self.pe!r} needs route_id [B, M]")
             rid = torch.full_like(route_pos, -1) if route_id is None else route_id
-            bias = self.positional.attention_bias(route_pos, rid)   # [B, H, M, M], once
+            bias = self.positional.attention_bias(route_pos, rid,    # [B, H, M, M], once
+                                                  open_routes=open_routes)
         for layer in self.layers:
             h = layer(h, bias, route_pos, self.rotary)
         if self.tour_layer is not None:

@@ -27,7 +27,9 @@ class ALiBiBias(AttentionBias):
         super().__init__(num_heads, max_nodes)
         self.register_buffer("slopes", alibi_slopes(num_heads).float())
 
-    def pair_bias(self, route_pos: Tensor, route_id: Tensor, mask: Tensor) -> Tensor:
+    def pair_bias(self, route_pos: Tensor, route_id: Tensor, mask: Tensor,
+                  open_routes: Tensor | None = None) -> Tensor:
+        # Offsets along the route: the same on an open route (no closing edge is read).
         gap = position_offsets(route_pos).abs().to(self.slopes.dtype)        # [B, N, N]
         placed = route_pos >= 0
         gap = gap * (placed.unsqueeze(-1) & placed.unsqueeze(-2))

@@ -40,12 +40,14 @@ class AttentionBias(nn.Module):
     def reset_parameters(self) -> None:
         """Re-initialize learnable parameters (none in the base class)."""
 
-    def pair_bias(self, route_pos: Tensor, route_id: Tensor, mask: Tensor) -> Tensor:
-        """``[B, H or 1, N, N]`` bias before padding handling (implemented by subclasses)."""
+    def pair_bias(self, route_pos: Tensor, route_id: Tensor, mask: Tensor,
+                  open_routes: Tensor | None = None) -> Tensor:
+        """``[B, H or 1, N, N]`` bias before padding handling (implemented by subclasses;
+        ``open_routes [B]`` bool: instances whose routes are open, or ``None``)."""
         raise NotImplementedError
 
     def forward(self, route_pos: Tensor, route_id: Tensor | None = None,
-                mask: Tensor | None = None) -> Tensor:
+                mask: Tensor | None = None, open_routes: Tensor | None = None) -> Tensor:
         r"""Additive attention bias.
 
         Args:
@@ -54,6 +56,8 @@ class AttentionBias(nn.Module):
             route_id: ``[B, N]`` route ids (-1 for depot, unvisited, padding); only
                 SPD needs it.
             mask: ``[B, N]`` bool, False for padding (default: all valid).
+            open_routes: ``[B]`` bool, instances whose routes are open (SPD's route
+                graph has no closing edges there); default: all closed.
 
         Returns:
             ``[B, H, N, N]`` float bias (dtype of the module's parameters/buffers).
@@ -80,7 +84,10 @@ class AttentionBias(nn.Module):
                 raise ValueError(f"{name}: {label} must match route_pos {tuple(route_pos.shape)}"
                                  f", got {tuple(t.shape)}")
         mask = mask.bool()
-        bias = self.pair_bias(route_pos.long(), route_id.long(), mask)
+        if open_routes is not None and open_routes.numel() not in (1, b):
+            raise ValueError(f"{name}: open_routes needs one flag per instance ({b}), got "
+                             f"{open_routes.numel()}")
+        bias = self.pair_bias(route_pos.long(), route_id.long(), mask, open_routes)
         # One pass for padding: valid pairs keep their bias, padded keys of valid
         # queries get -inf, padded query rows 0. Shared-head biases stay [B, 1, N, N]
         # until the final (free) expand.
@@ -96,7 +103,8 @@ class AttentionBias(nn.Module):
             NoSolutionError: ``data`` has no solution.
         """
         route_pos, route_id, mask = dense_route_inputs(data)
-        return self(route_pos, route_id, mask), mask
+        opened = data.open_routes if "open_routes" in data else None
+        return self(route_pos, route_id, mask, opened), mask
 
     def extra_args(self) -> str:
         return ""

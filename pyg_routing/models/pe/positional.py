@@ -181,15 +181,17 @@ class PositionalEncoding(nn.Module):
                 f"{self.node_pe!r}")
 
     def attention_bias(self, route_pos: Tensor | None, route_id: Tensor | None,
-                       mask: Tensor | None = None) -> Tensor | None:
+                       mask: Tensor | None = None,
+                       open_routes: Tensor | None = None) -> Tensor | None:
         """``[B, heads, M, M]`` bias of the bias kinds (``None`` otherwise); a missing
-        ``route_id`` is one route per instance."""
+        ``route_id`` is one route per instance; ``open_routes [B]`` marks instances
+        whose routes are open (SPD's route graph)."""
         if self.bias is None:
             return None
         if route_pos is None:
             raise ValueError(f"encoding {self.name!r} needs route_pos [B, M]")
         rid = torch.zeros_like(route_pos) if route_id is None else route_id
-        return self.bias(route_pos, rid, mask)
+        return self.bias(route_pos, rid, mask, open_routes)
 
     def train(self, mode: bool = True) -> PositionalEncoding:
         """Also switches the node transform's mode (Laplacian PE's sign flips)."""

@@ -42,7 +42,9 @@ class RelativePositionBias(AttentionBias):
     def reset_parameters(self) -> None:
         nn.init.normal_(self.weight, std=0.02)
 
-    def pair_bias(self, route_pos: Tensor, route_id: Tensor, mask: Tensor) -> Tensor:
+    def pair_bias(self, route_pos: Tensor, route_id: Tensor, mask: Tensor,
+                  open_routes: Tensor | None = None) -> Tensor:
+        # Offsets along the route: the same on an open route (no closing edge is read).
         w = self.window
         index = position_offsets(route_pos).clamp(-w, w) + w                  # [B, N, N]
         placed = route_pos >= 0

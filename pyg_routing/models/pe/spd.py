@@ -19,7 +19,8 @@ class ShortestPathBias(AttentionBias):
     :func:`~pyg_routing.functional.pair_pe.hop_distance` (no BFS, batched), are
     capped at ``max_distance`` (the paper caps at the route-graph diameter, see
     :meth:`diameter`), and pairs with no path (an unvisited customer) get their own
-    bucket.
+    bucket. On instances with open routes (``open_routes`` of :meth:`forward`) each
+    route is a path from the depot, with no closing edge.
 
     Args:
         num_heads: ``H``.
@@ -57,8 +58,10 @@ class ShortestPathBias(AttentionBias):
     def reset_parameters(self) -> None:
         nn.init.normal_(self.weight, std=0.02)
 
-    def pair_bias(self, route_pos: Tensor, route_id: Tensor, mask: Tensor) -> Tensor:
-        dist = hop_distance(route_pos, route_id, mask, max_nodes=self.max_nodes)
+    def pair_bias(self, route_pos: Tensor, route_id: Tensor, mask: Tensor,
+                  open_routes: Tensor | None = None) -> Tensor:
+        dist = hop_distance(route_pos, route_id, mask, max_nodes=self.max_nodes,
+                            open_routes=open_routes)
         index = torch.where(dist >= 0, dist.clamp(max=self.max_distance), self.max_distance + 1)
         return self.weight[:, index].transpose(0, 1)                         # [B, H|1, N, N]
 
