@@ -13,6 +13,7 @@ from pyg_routing.data.costs import checked_cost_matrix, dense_costs, route_arc_c
 from pyg_routing.data.evaluation import ROUNDING_CODES, solution_cost
 from pyg_routing.data.problems import OPEN_ROUTE_PROBLEMS, Problem
 from pyg_routing.data.route_quantities import depot_angle, route_quantities
+from pyg_routing.data.type_checks import check_one_instance
 from pyg_routing.data.validation import as_tensor, normalize_routes, validate_instance
 from pyg_routing.errors import InvalidInstanceError, NoSolutionError, where
 
@@ -176,7 +177,7 @@ class RoutingData(Data):
             TypeError: ``instance`` is a batch (``RoutingInstances``, a PyG ``Batch``)
                 or not a ``RoutingData``.
         """
-        _check_one_instance(instance)
+        check_one_instance(instance)
         prob = Problem.parse(instance.problem)
         n = instance.num_nodes
         clean = normalize_routes(routes, n, prob, getattr(instance, "name", None))
@@ -365,38 +366,6 @@ class RoutingData(Data):
         self._check_batch_fields()
         mask = feasible_mask(self, allow_zero_length=allow_zero_length)
         return mask if isinstance(self, Batch) else mask[0]
-
-
-def _check_one_instance(instance: Any) -> None:
-    """:meth:`RoutingData.from_routes` takes ONE instance: a batch (``RoutingInstances``
-    or a PyG ``Batch``) or anything but a ``Data`` is refused, saying what to pass."""
-    is_batch = isinstance(instance, Batch) or (not isinstance(instance, Data)
-                                               and hasattr(instance, "to_data_list"))
-    if is_batch:
-        count = instance.num_graphs if isinstance(instance, Batch) else len(instance)
-        raise TypeError(f"RoutingData.from_routes takes one instance (a RoutingData), got a "
-                        f"batch of {count} ({type(instance).__name__}); give each instance "
-                        f"its routes on its own: instances[i] is instance i")
-    if not isinstance(instance, Data):
-        raise TypeError(f"RoutingData.from_routes takes one instance (a RoutingData), got "
-                        f"{type(instance).__name__}")
-
-
-def not_a_batch(value: Any, who: str) -> TypeError:
-    """The error for ``value`` given to ``who`` where a dense ``RoutingInstances`` batch
-    is expected; one instance (a :class:`RoutingData`, or a PyG batch of them) is told
-    how to make such a batch."""
-    make = "pyg_routing.data.solvers.stack_instances"
-    if isinstance(value, Batch):
-        return TypeError(f"{who} takes a RoutingInstances batch, got a PyG Batch of "
-                         f"{value.num_graphs} instances; make a dense batch with "
-                         f"{make}(batch.to_data_list())")
-    if isinstance(value, Data):
-        return TypeError(f"{who} takes a RoutingInstances batch, got one "
-                         f"{type(value).__name__} (a single instance); make a batch of it "
-                         f"with {make}([data]), or slice a batch: instances[i:i + 1]")
-    return TypeError(f"{who} takes a RoutingInstances batch (a generator's sample), got "
-                     f"{type(value).__name__}")
 
 
 # Cached datasets are loaded with ``torch.load(weights_only=True)`` first; allow our

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.data.routing_data import not_a_batch
+from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.deconstruction._validate import as_generator
 from pyg_routing.envs.deconstruction.destroy import DestroyProvider, check_destroy
 from pyg_routing.envs.deconstruction.problem import ProblemArrays, check_arrays_of

@@ -10,12 +10,8 @@ import torch
 
 from pyg_routing.data import RoutingData, make_generator
 from pyg_routing.data.costs import euclidean_matrix
-from pyg_routing.data.solvers.constructive import (
-    cheapest_insertion,
-    nearest_neighbor,
-    sweep,
-    tours_to_routes,
-)
+from pyg_routing.data.solvers.constructive import nearest_neighbor, sweep, tours_to_routes
+from pyg_routing.data.solvers.insertion import cheapest_insertion
 
 
 def _insertion_reference(d: list[list[float]]) -> list[int]:

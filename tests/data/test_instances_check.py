@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from pyg_routing.data import RoutingInstances, make_generator
-from pyg_routing.data.solvers.constructive import cheapest_insertion, nearest_neighbor, sweep
+from pyg_routing.data.solvers.constructive import nearest_neighbor, sweep
+from pyg_routing.data.solvers.insertion import cheapest_insertion
 from pyg_routing.errors import InvalidInstanceError
 
 PROBLEMS = ["tsp", "cvrp", "vrptw", "pcvrp", "pdtsp"]

@@ -6,12 +6,12 @@ importing this package stays cheap.
 """
 
 from pyg_routing.data.solvers.constructive import (
-    cheapest_insertion,
     nearest_neighbor,
     routes_to_tours,
     sweep,
     tours_to_routes,
 )
+from pyg_routing.data.solvers.insertion import cheapest_insertion
 from pyg_routing.data.solvers.ortools_solver import solve_ortools
 from pyg_routing.data.solvers.parallel import (
     SOLVERS,

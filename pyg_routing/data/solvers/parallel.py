@@ -17,12 +17,8 @@ from pyg_routing.data.costs import refuse_lost_matrix
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
-from pyg_routing.data.solvers.constructive import (
-    cheapest_insertion,
-    nearest_neighbor,
-    sweep,
-    tours_to_routes,
-)
+from pyg_routing.data.solvers.constructive import nearest_neighbor, sweep, tours_to_routes
+from pyg_routing.data.solvers.insertion import cheapest_insertion
 from pyg_routing.data.solvers.ortools_solver import solve_ortools
 from pyg_routing.data.solvers.pyvrp_solver import instance_label, is_open, solve_pyvrp
 from pyg_routing.errors import InfeasibleSolutionError, RoutingError

@@ -29,7 +29,7 @@ import torch
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.routing_data import not_a_batch
+from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.base import RoutingEnv
 from pyg_routing.envs.deconstruction._validate import (
     InvalidRemovalSetError,

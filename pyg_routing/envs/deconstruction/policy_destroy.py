@@ -25,7 +25,7 @@ import torch
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.routing_data import not_a_batch
+from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.deconstruction.destroy import PerArraysCache, check_propose
 from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
 from pyg_routing.envs.deconstruction.problem import (

@@ -35,7 +35,7 @@ from torch import Tensor
 from pyg_routing.data.costs import asymmetric_rows
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.routing_data import not_a_batch
+from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.base import ImprovementEnv, Observation
 from pyg_routing.envs.pair_reinsertion.observation import observe
 from pyg_routing.envs.pair_reinsertion.state import PairReinsertionState
