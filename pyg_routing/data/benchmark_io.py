@@ -34,6 +34,7 @@ from pyg_routing.data.explicit_io import (
     classical_mds,
     explain_failure,
     explicit_matrix,
+    read_weight_stream,
 )
 from pyg_routing.data.feasibility import check_servable_alone
 from pyg_routing.data.routing_data import RoutingData
@@ -156,7 +157,9 @@ def read_vrplib(path: str | os.PathLike) -> RoutingData:
     """
     path = Path(path)
     try:
-        inst = vrplib.read_instance(path, compute_edge_weights=False)
+        # weight sections vrplib cannot read: vrplib parses the rest of the file
+        inst = read_weight_stream(path) or vrplib.read_instance(path,
+                                                                compute_edge_weights=False)
     except OSError as exc:
         raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
     except Exception as exc:  # vrplib reports format problems with assorted types

@@ -5,12 +5,16 @@
 instance's cost matrix (float64, the file's own units, used exactly as given: no
 rounding), and finds the instance's coordinates.
 
-``vrplib`` (2.2) parses two of TSPLIB's formats, :data:`SUPPORTED_FORMATS`:
+``vrplib`` (2.2) parses two of TSPLIB's formats, :data:`VRPLIB_FORMATS`:
 ``FULL_MATRIX`` (``N x N``, row by row, possibly asymmetric: ATSP) and
-``LOWER_ROW`` (the strict lower triangle row by row, symmetric). Other formats
-(``UPPER_ROW``, ``LOWER_DIAG_ROW``, ...) are refused with a message that lists
-these two, rather than read by a parser of our own that ``vrplib`` would disagree
-with.
+``LOWER_ROW`` (the strict lower triangle row by row, symmetric). TSPLIB's seven
+other triangular formats (:data:`TRIANGULAR_FORMATS`: ``UPPER_ROW``,
+``LOWER_DIAG_ROW``, the column-wise ones, ...) make ``vrplib`` fail on the whole
+file, and so does a ``FULL_MATRIX`` wrapped in lines of different lengths (br17);
+for these :func:`read_weight_stream` lets ``vrplib`` parse every other section and
+reads the ``EDGE_WEIGHT_SECTION`` as TSPLIB defines it: one stream of numbers
+filling the matrix or the triangle. Any other format is refused with a message that lists the
+supported ones.
 
 Coordinates are needed by the encodings only (the depot angle, the positional
 encodings), never for costs: ``NODE_COORD_SECTION`` when the file has one, else
@@ -26,12 +30,24 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import eigh
+from vrplib.parse import parse_vrplib
 
 from pyg_routing.errors import InstanceFormatError
 
 #: The ``EDGE_WEIGHT_FORMAT``s of explicit matrices that ``vrplib`` parses (its
-#: ``parse_distances``); any other is refused.
-SUPPORTED_FORMATS = ("FULL_MATRIX", "LOWER_ROW")
+#: ``parse_distances``).
+VRPLIB_FORMATS = ("FULL_MATRIX", "LOWER_ROW")
+#: TSPLIB's other triangular formats (symmetric matrices), read by
+#: :func:`read_triangular`: the triangle the stream fills row by row, and whether the
+#: diagonal is in it. A column-wise triangle is the other triangle read row-wise.
+TRIANGULAR_FORMATS = {
+    "UPPER_ROW": ("upper", False), "LOWER_COL": ("upper", False),
+    "UPPER_DIAG_ROW": ("upper", True), "LOWER_DIAG_COL": ("upper", True),
+    "UPPER_COL": ("lower", False),
+    "LOWER_DIAG_ROW": ("lower", True), "UPPER_DIAG_COL": ("lower", True),
+}
+#: Every format read; any other is refused.
+SUPPORTED_FORMATS = (*VRPLIB_FORMATS, *TRIANGULAR_FORMATS)
 
 #: Where an explicit instance's coordinates come from, in order of preference (the
 #: parsed ``vrplib`` key and the file's section); none: :func:`classical_mds`.
@@ -54,14 +70,73 @@ def _first_non_number(values: list[Any]) -> Any:
 
 def _expected_entries(fmt: str, n: int) -> int:
     """How many numbers the section of format ``fmt`` holds for ``n`` nodes."""
-    return n * n if fmt == "FULL_MATRIX" else n * (n - 1) // 2
+    if fmt == "FULL_MATRIX":
+        return n * n
+    with_diagonal = TRIANGULAR_FORMATS.get(fmt, ("", False))[1]
+    return n * (n + 1) // 2 if with_diagonal else n * (n - 1) // 2
+
+
+def _header(lines: list[str]) -> dict[str, str]:
+    """The ``KEY: value`` specifications before the first section, keys in capitals."""
+    start = next((i for i, s in enumerate(lines) if "_SECTION" in s), len(lines))
+    return {m.group(1).upper(): m.group(2) for s in lines[:start] if (m := _SPEC.match(s))}
+
+
+def _section_span(lines: list[str]) -> tuple[int, int] | None:
+    """``(first, end)`` lines of the ``EDGE_WEIGHT_SECTION`` (its header line and the
+    line after its last number), or ``None`` without one."""
+    head = next((i for i, s in enumerate(lines)
+                 if s.strip().startswith("EDGE_WEIGHT_SECTION")), None)
+    if head is None:
+        return None
+    end = next((i for i in range(head + 1, len(lines))
+                if "_SECTION" in lines[i] or lines[i].strip() == "EOF"), len(lines))
+    return head, end
+
+
+def read_weight_stream(path: Path) -> dict[str, Any] | None:
+    """The parsed instance of an explicit file ``vrplib`` cannot read, one in
+    :data:`TRIANGULAR_FORMATS` or a ``FULL_MATRIX`` in lines of different lengths
+    (``None`` for any other file): ``vrplib`` parses the file without its
+    ``EDGE_WEIGHT_SECTION``, whose numbers come back as one stream of tokens under
+    ``edge_weight_stream`` (checked and placed by :func:`explicit_matrix`).
+
+    Raises:
+        OSError, UnicodeDecodeError: the file cannot be read.
+    """
+    lines = path.read_text().splitlines()
+    specs = _header(lines)
+    fmt, span = specs.get("EDGE_WEIGHT_FORMAT"), _section_span(lines)
+    if specs.get("EDGE_WEIGHT_TYPE") != "EXPLICIT" or span is None:
+        return None
+    head, end = span
+    rows = [s.split() for s in lines[head + 1:end] if s.strip()]
+    ragged = fmt == "FULL_MATRIX" and len({len(r) for r in rows}) > 1
+    if fmt not in TRIANGULAR_FORMATS and not ragged:
+        return None
+    inst = parse_vrplib("\n".join(lines[:head] + lines[end:]), compute_edge_weights=False)
+    inst["edge_weight_stream"] = [t for r in rows for t in r]
+    return inst
+
+
+def _triangle_matrix(values: np.ndarray, fmt: str, n: int) -> np.ndarray:
+    """The symmetric ``[n, n]`` matrix whose triangle (:data:`TRIANGULAR_FORMATS`)
+    the stream ``values`` fills row by row."""
+    triangle, with_diagonal = TRIANGULAR_FORMATS[fmt]
+    offset = 0 if with_diagonal else 1
+    rows, cols = np.triu_indices(n, offset) if triangle == "upper" \
+        else np.tril_indices(n, -offset)
+    matrix = np.zeros((n, n))
+    matrix[rows, cols] = values
+    matrix[cols, rows] = values
+    return matrix
 
 
 def _unsupported(path: Path, fmt: str) -> InstanceFormatError:
     got = f"EDGE_WEIGHT_FORMAT {fmt}" if fmt else "a missing EDGE_WEIGHT_FORMAT"
     return InstanceFormatError(
-        f"{path}: EDGE_WEIGHT_TYPE EXPLICIT with {got} is not supported (vrplib "
-        f"reads only {', '.join(SUPPORTED_FORMATS)})")
+        f"{path}: EDGE_WEIGHT_TYPE EXPLICIT with {got} is not supported (supported: "
+        f"{', '.join(SUPPORTED_FORMATS)})")
 
 
 def explicit_matrix(inst: dict[str, Any], n: int, path: Path) -> np.ndarray:
@@ -78,16 +153,27 @@ def explicit_matrix(inst: dict[str, Any], n: int, path: Path) -> np.ndarray:
     fmt = str(inst.get("edge_weight_format", "")).upper()
     if fmt not in SUPPORTED_FORMATS:
         raise _unsupported(path, fmt)
-    if "edge_weight" not in inst:
+    if "edge_weight" not in inst and "edge_weight_stream" not in inst:
         raise InstanceFormatError(f"{path}: EDGE_WEIGHT_TYPE EXPLICIT needs an "
                                   f"EDGE_WEIGHT_SECTION")
     section = f"EDGE_WEIGHT_SECTION ({fmt})"
-    raw = np.asarray(inst["edge_weight"])
+    want = _expected_entries(fmt, n)
+    if "edge_weight_stream" in inst:            # tokens (read_weight_stream)
+        tokens = inst["edge_weight_stream"]
+        bad = _first_non_number(tokens)
+        if bad is not None:
+            raise InstanceFormatError(f"{path}: {section} has a non-numeric entry {bad!r}")
+        if len(tokens) != want:
+            raise InstanceFormatError(f"{path}: {section} has {len(tokens)} entries, "
+                                      f"expected {want} for DIMENSION {n}")
+        values = np.asarray(tokens, dtype=np.float64)
+        raw = values.reshape(n, n) if fmt == "FULL_MATRIX" else _triangle_matrix(values, fmt, n)
+    else:
+        raw = np.asarray(inst["edge_weight"])
     if raw.dtype.kind not in "biuf":
         raise InstanceFormatError(f"{path}: {section} has a non-numeric entry "
                                   f"{_first_non_number(raw.ravel().tolist())!r}")
     matrix = raw.astype(np.float64)
-    want = _expected_entries(fmt, n)
     if matrix.shape != (n, n):
         if fmt == "FULL_MATRIX" and matrix.size == n * n:
             # TSPLIB reads a section as one stream of numbers: lines of equal length
@@ -124,8 +210,7 @@ def explain_failure(path: Path) -> str | None:
         lines = [s for line in path.read_text().splitlines() if (s := line.strip())]
     except (OSError, UnicodeDecodeError):
         return None
-    start = next((i for i, s in enumerate(lines) if "_SECTION" in s), len(lines))
-    specs = {m.group(1).upper(): m.group(2) for s in lines[:start] if (m := _SPEC.match(s))}
+    specs = _header(lines)
     ewt, fmt = specs.get("EDGE_WEIGHT_TYPE", ""), specs.get("EDGE_WEIGHT_FORMAT", "")
     if ewt.upper() != "EXPLICIT":
         return None
@@ -156,10 +241,6 @@ def explain_failure(path: Path) -> str | None:
     if len(tokens) != want:
         return (f"{path}: {section} has {len(tokens)} entries, expected {want} for "
                 f"DIMENSION {n}")
-    if fmt == "FULL_MATRIX" and len({len(row) for row in rows}) > 1:
-        return (f"{path}: {section} has lines of different lengths; vrplib reads a "
-                f"FULL_MATRIX only with every line the same length (e.g. one matrix row "
-                f"per line)")
     return None
 
 

@@ -16,7 +16,12 @@ import torch
 
 from pyg_routing.data.benchmark_io import read_instance_file, read_vrplib, sniff_format
 from pyg_routing.data.benchmarks import BenchmarkDataset, load_instance
-from pyg_routing.data.explicit_io import SUPPORTED_FORMATS, classical_mds
+from pyg_routing.data.explicit_io import (
+    SUPPORTED_FORMATS,
+    TRIANGULAR_FORMATS,
+    VRPLIB_FORMATS,
+    classical_mds,
+)
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError, InvalidInstanceError
 
@@ -77,7 +82,9 @@ def test_each_format_gives_the_files_matrix(name, problem, matrix, order, scale)
 def test_both_vrplib_formats_are_bundled():
     formats = {line.split(":")[1].strip() for f in HERE.iterdir() if f.suffix != ".sol"
                for line in f.read_text().splitlines() if line.startswith("EDGE_WEIGHT_FORMAT")}
-    assert formats == set(SUPPORTED_FORMATS)
+    assert formats == set(VRPLIB_FORMATS)     # the triangular ones are written by the tests
+    assert set(SUPPORTED_FORMATS) == set(VRPLIB_FORMATS) | set(TRIANGULAR_FORMATS)
+    assert len(SUPPORTED_FORMATS) == 9         # TSPLIB's explicit formats but FUNCTION
 
 
 def test_coordinates_come_from_the_file_when_it_has_them():
@@ -209,13 +216,16 @@ def _tsp(fmt: str, n: int, body: str, kind: str = "ATSP") -> str:
 FULL4 = "0 1 2 3\n4 0 5 6\n7 8 0 9\n1 2 3 0\n"
 
 
-def test_full_matrix_wrapped_in_lines_of_equal_length(tmp_path):
-    """TSPLIB reads a section as one stream: 25 numbers on one line, or 16 as two
-    lines of 8, are still the matrix row by row."""
+def test_full_matrix_wrapped_in_any_lines(tmp_path):
+    """TSPLIB reads a section as one stream: 25 numbers on one line, 16 as two lines
+    of 8, or in lines of different lengths, are still the matrix row by row."""
     numbers = [f"{v:g}" for v in ATSP5.ravel()]
     one_line = read_vrplib(_write(tmp_path, "a.atsp", _tsp("FULL_MATRIX", 5,
                                                            " ".join(numbers) + "\n")))
     np.testing.assert_array_equal(_raw(one_line), ATSP5)
+    ragged = "0 1 2 3 4 0\n5 6 7 8\n0 9 1 2 3 0\n"           # br17's kind of wrapping
+    np.testing.assert_array_equal(_raw(read_vrplib(_write(tmp_path, "c.atsp", _tsp(
+        "FULL_MATRIX", 4, ragged)))), [[0, 1, 2, 3], [4, 0, 5, 6], [7, 8, 0, 9], [1, 2, 3, 0]])
     two_lines = "0 1 2 3 4 0 5 6\n7 8 0 9 1 2 3 0\n"
     data = read_vrplib(_write(tmp_path, "b.atsp", _tsp("FULL_MATRIX", 4, two_lines)))
     np.testing.assert_array_equal(_raw(data), [[0, 1, 2, 3], [4, 0, 5, 6], [7, 8, 0, 9],
@@ -223,19 +233,24 @@ def test_full_matrix_wrapped_in_lines_of_equal_length(tmp_path):
 
 
 @pytest.mark.parametrize("text,fragment", [
-    (_tsp("UPPER_ROW", 4, "1 2 3\n4 5\n6\n"),
-     r"EDGE_WEIGHT_FORMAT UPPER_ROW is not supported \(vrplib reads only FULL_MATRIX, "
-     r"LOWER_ROW\)"),
-    (_tsp("LOWER_DIAG_ROW", 3, "0\n1 0\n2 3 0\n"), "LOWER_DIAG_ROW is not supported"),
-    (_tsp("UPPER_COL", 3, "1 2 3\n"), "UPPER_COL is not supported"),
+    (_tsp("UPPER_MATRIX", 4, "1 2 3\n4 5\n6\n"),
+     r"EDGE_WEIGHT_FORMAT UPPER_MATRIX is not supported \(supported: FULL_MATRIX, "
+     r"LOWER_ROW, UPPER_ROW, LOWER_COL, UPPER_DIAG_ROW"),
+    (_tsp("LOWER_DIAG_ROW", 3, "0\n1 0\n2 3\n", kind="TSP"),
+     r"\(LOWER_DIAG_ROW\) has 5 entries, expected 6 for DIMENSION 3"),
+    (_tsp("UPPER_COL", 3, "1 2 x\n", kind="TSP"), r"\(UPPER_COL\) has a non-numeric entry 'x'"),
+    (_tsp("UPPER_ROW", 3, "1 -2 3\n", kind="TSP"),
+     r"\(UPPER_ROW\): the weight -2 of the arc 1 -> 3 .* is negative"),
+    ("NAME: t\nTYPE: TSP\nDIMENSION: 3\nEDGE_WEIGHT_TYPE: EXPLICIT\n"
+     "EDGE_WEIGHT_FORMAT: UPPER_ROW\nEOF\n", "needs an EDGE_WEIGHT_SECTION"),
     (HEAD.replace("EDGE_WEIGHT_FORMAT: {fmt}\n", "").format(kind="ATSP", n=4) + FULL4 + "EOF\n",
      "a missing EDGE_WEIGHT_FORMAT is not supported"),
     (_tsp("FULL_MATRIX", 4, "0 1 2 3\n4 0 5 6\n7 8 0 9\n1 2 0\n"),
      r"EDGE_WEIGHT_SECTION \(FULL_MATRIX\) has 15 entries, expected 16 for DIMENSION 4"),
     (_tsp("FULL_MATRIX", 4, FULL4 + "5 5 5 5\n"),
      r"has 20 entries, expected 16 for DIMENSION 4"),
-    (_tsp("FULL_MATRIX", 4, "0 1 2 3 4 0\n5 6 7 8\n0 9 1 2 3 0\n"),
-     r"\(FULL_MATRIX\) has lines of different lengths; vrplib reads"),
+    (_tsp("FULL_MATRIX", 4, "0 1 2 3 4 0\n5 6 7 8\n0 9 1 2 3\n"),
+     r"\(FULL_MATRIX\) has 15 entries, expected 16 for DIMENSION 4"),
     (_tsp("FULL_MATRIX", 5, FULL4),
      r"\(FULL_MATRIX\) has 16 entries, a 4 x 4 matrix, but DIMENSION is 5 \(expected 25"),
     (_tsp("LOWER_ROW", 4, "1\n2 3\n4 5\n", kind="TSP"),
@@ -277,6 +292,57 @@ def test_explicit_errors_name_the_file_and_the_problem(tmp_path, text, fragment)
     assert isinstance(info.value, InvalidInstanceError)
     exc = info.value                                   # no vrplib traceback attached
     assert exc.__cause__ is None and (exc.__context__ is None or exc.__suppress_context__)
+
+
+SYM4 = np.array([[0, 1, 2, 3], [1, 0, 4, 5], [2, 4, 0, 6], [3, 5, 6, 0]], dtype=float)
+
+
+def _stream(fmt: str, matrix: np.ndarray) -> list[float]:
+    """The numbers of ``matrix`` in TSPLIB's order for ``fmt``, written out entry by
+    entry from the format's definition (the reader uses numpy's triangle indices)."""
+    n = len(matrix)
+    diag = "DIAG" in fmt
+    upper = fmt.startswith("UPPER")
+    by_row = fmt.endswith("ROW")
+    out = []
+    for a in range(n):
+        for b in range(n):
+            i, j = (a, b) if by_row else (b, a)          # column-wise: walk columns
+            if i == j and not diag:
+                continue
+            if (i < j if upper else i > j) or i == j:
+                out.append(matrix[i, j])
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["UPPER_ROW", "LOWER_COL", "UPPER_DIAG_ROW", "LOWER_DIAG_ROW",
+                                 "UPPER_COL", "UPPER_DIAG_COL", "LOWER_DIAG_COL", "LOWER_ROW"])
+@pytest.mark.parametrize("wrap", [1, 4, 100])
+def test_every_triangular_format_gives_the_symmetric_matrix(tmp_path, fmt, wrap):
+    """TSPLIB's explicit formats but FULL_MATRIX (and FUNCTION): each stream fills the
+    triangle it names (column-wise: walking the columns), wrapped in lines of any
+    length; LOWER_ROW is vrplib's own, the others read_triangular's."""
+    rng = np.random.default_rng(len(fmt) + wrap)
+    upper = np.triu(rng.integers(1, 90, (6, 6)).astype(float), 1)
+    matrix = upper + upper.T
+    numbers = [f"{v:g}" for v in _stream(fmt, matrix)]
+    body = "\n".join(" ".join(numbers[k:k + wrap]) for k in range(0, len(numbers), wrap)) + "\n"
+    cvrp = HEAD.format(kind="CVRP", n=6, fmt=fmt).replace(
+        "EDGE_WEIGHT_SECTION", "CAPACITY: 9\nEDGE_WEIGHT_SECTION") + body + \
+        "DEMAND_SECTION\n1 0\n2 1\n3 1\n4 1\n5 1\n6 1\nDEPOT_SECTION\n1\n-1\nEOF\n"
+    data = read_vrplib(_write(tmp_path, "t.vrp", cvrp))
+    np.testing.assert_array_equal(_raw(data), matrix)
+    assert data.problem == "cvrp" and int(data.demand.sum()) == 5
+    tsp = read_vrplib(_write(tmp_path, "t.tsp", _tsp(fmt, 6, body, kind="TSP")))
+    np.testing.assert_array_equal(_raw(tsp), matrix)
+
+
+def test_the_stream_order_of_the_column_formats_by_hand():
+    assert _stream("UPPER_ROW", SYM4) == [1, 2, 3, 4, 5, 6]
+    assert _stream("LOWER_COL", SYM4) == [1, 2, 3, 4, 5, 6]
+    assert _stream("UPPER_COL", SYM4) == [1, 2, 4, 3, 5, 6]
+    assert _stream("LOWER_ROW", SYM4) == [1, 2, 4, 3, 5, 6]
+    assert _stream("LOWER_DIAG_ROW", SYM4) == [0, 1, 0, 2, 4, 0, 3, 5, 6, 0]
 
 
 @pytest.mark.parametrize("diagonal", ["-1", "inf", "nan", "100000000"])
