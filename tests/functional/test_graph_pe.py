@@ -45,7 +45,11 @@ def dense_laplacian(data: Data) -> np.ndarray:
 def assert_laplacian_eigenvectors(data: Data, pe: np.ndarray, k: int, tol: float = 1e-8) -> None:
     """``L u = λ u``, orthonormal columns, eigenvalues = the ``k`` smallest non-trivial
     ones of the dense Laplacian, zero padding beyond ``N - 1``."""
-    lap = dense_laplacian(data)
+    assert_eigenvectors_of(dense_laplacian(data), pe, k, tol)
+
+
+def assert_eigenvectors_of(lap: np.ndarray, pe: np.ndarray, k: int, tol: float = 1e-8) -> None:
+    """:func:`assert_laplacian_eigenvectors` against a given dense Laplacian ``lap``."""
     n = lap.shape[0]
     used = min(k, n - 1)
     u = pe[:, :used]

@@ -17,7 +17,12 @@ from pyg_routing.functional.graph_pe import (
     _spectrum,
     laplacian_pe,
 )
-from tests.functional.test_graph_pe import equal_length_routes, random_cases, solution
+from tests.functional.test_graph_pe import (
+    assert_eigenvectors_of,
+    equal_length_routes,
+    random_cases,
+    solution,
+)
 
 F64 = torch.float64
 
@@ -37,17 +42,7 @@ def assert_open_eigenvectors(n: int, routes: list[list[int]], pe: np.ndarray, k:
     """``L u = λ u``, orthonormal columns, eigenvalues = the ``k`` smallest non-trivial
     ones of the dense open Laplacian (numpy's ``eigvalsh``), zero padding beyond
     ``N - 1``."""
-    lap = dense_open_laplacian(n, routes)
-    used = min(k, n)
-    u = pe[:, :used]
-    lam = np.einsum("ij,ij->j", u, lap @ u)
-    assert np.isfinite(pe).all()
-    assert np.abs(lap @ u - u * lam).max() < tol
-    assert np.abs(u.T @ u - np.eye(used)).max() < tol
-    ref = np.linalg.eigvalsh(lap)[1:used + 1]
-    assert np.abs(lam - ref).max() < tol
-    assert np.all(np.diff(lam) > -tol)                      # ascending
-    assert (pe[:, used:] == 0).all()
+    assert_eigenvectors_of(dense_open_laplacian(n, routes), pe, k, tol)
 
 
 def open_pe(n: int, routes: list[list[int]], k: int, seed: int = 0) -> np.ndarray:
