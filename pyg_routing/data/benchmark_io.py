@@ -34,7 +34,7 @@ from pyg_routing.data.explicit_io import (
     classical_mds,
     explain_failure,
     explicit_matrix,
-    read_weight_stream,
+    parse_vrplib_text,
 )
 from pyg_routing.data.feasibility import check_servable_alone
 from pyg_routing.data.routing_data import RoutingData
@@ -157,9 +157,8 @@ def read_vrplib(path: str | os.PathLike) -> RoutingData:
     """
     path = Path(path)
     try:
-        # weight sections vrplib cannot read: vrplib parses the rest of the file
-        inst = read_weight_stream(path) or vrplib.read_instance(path,
-                                                                compute_edge_weights=False)
+        # one read; weight sections vrplib cannot read are read as TSPLIB's stream
+        inst = parse_vrplib_text(path.read_text())
     except OSError as exc:
         raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
     except Exception as exc:  # vrplib reports format problems with assorted types

@@ -11,7 +11,7 @@ rounding), and finds the instance's coordinates.
 other triangular formats (:data:`TRIANGULAR_FORMATS`: ``UPPER_ROW``,
 ``LOWER_DIAG_ROW``, the column-wise ones, ...) make ``vrplib`` fail on the whole
 file, and so does a ``FULL_MATRIX`` wrapped in lines of different lengths (br17);
-for these :func:`read_weight_stream` lets ``vrplib`` parse every other section and
+for these :func:`parse_vrplib_text` lets ``vrplib`` parse every other section and
 reads the ``EDGE_WEIGHT_SECTION`` as TSPLIB defines it: one stream of numbers
 filling the matrix or the triangle. Any other format is refused with a message that lists the
 supported ones.
@@ -38,7 +38,7 @@ from pyg_routing.errors import InstanceFormatError
 #: ``parse_distances``).
 VRPLIB_FORMATS = ("FULL_MATRIX", "LOWER_ROW")
 #: TSPLIB's other triangular formats (symmetric matrices), read by
-#: :func:`read_triangular`: the triangle the stream fills row by row, and whether the
+#: :func:`parse_vrplib_text`: the triangle the stream fills row by row, and whether the
 #: diagonal is in it. A column-wise triangle is the other triangle read row-wise.
 TRIANGULAR_FORMATS = {
     "UPPER_ROW": ("upper", False), "LOWER_COL": ("upper", False),
@@ -94,29 +94,31 @@ def _section_span(lines: list[str]) -> tuple[int, int] | None:
     return head, end
 
 
-def read_weight_stream(path: Path) -> dict[str, Any] | None:
-    """The parsed instance of an explicit file ``vrplib`` cannot read, one in
-    :data:`TRIANGULAR_FORMATS` or a ``FULL_MATRIX`` in lines of different lengths
-    (``None`` for any other file): ``vrplib`` parses the file without its
+def parse_vrplib_text(text: str) -> dict[str, Any]:
+    """``vrplib``'s parse of a VRPLIB file's ``text`` (what ``vrplib.read_instance``
+    with ``compute_edge_weights=False`` returns), also for the explicit files ``vrplib``
+    cannot read: one in :data:`TRIANGULAR_FORMATS` or a ``FULL_MATRIX`` in lines of
+    different lengths. For those ``vrplib`` parses the text without its
     ``EDGE_WEIGHT_SECTION``, whose numbers come back as one stream of tokens under
     ``edge_weight_stream`` (checked and placed by :func:`explicit_matrix`).
 
     Raises:
-        OSError, UnicodeDecodeError: the file cannot be read.
+        Exception: whatever ``vrplib`` raises on a malformed file.
     """
-    lines = path.read_text().splitlines()
+    lines = text.splitlines()
     specs = _header(lines)
-    fmt, span = specs.get("EDGE_WEIGHT_FORMAT"), _section_span(lines)
-    if specs.get("EDGE_WEIGHT_TYPE") != "EXPLICIT" or span is None:
-        return None
-    head, end = span
-    rows = [s.split() for s in lines[head + 1:end] if s.strip()]
-    ragged = fmt == "FULL_MATRIX" and len({len(r) for r in rows}) > 1
-    if fmt not in TRIANGULAR_FORMATS and not ragged:
-        return None
-    inst = parse_vrplib("\n".join(lines[:head] + lines[end:]), compute_edge_weights=False)
-    inst["edge_weight_stream"] = [t for r in rows for t in r]
-    return inst
+    span = _section_span(lines) if specs.get("EDGE_WEIGHT_TYPE") == "EXPLICIT" else None
+    if span is not None:
+        head, end = span
+        rows = [s.split() for s in lines[head + 1:end] if s.strip()]
+        fmt = specs.get("EDGE_WEIGHT_FORMAT")
+        if fmt in TRIANGULAR_FORMATS or (fmt == "FULL_MATRIX"
+                                         and len({len(r) for r in rows}) > 1):
+            inst = parse_vrplib("\n".join(lines[:head] + lines[end:]),
+                                compute_edge_weights=False)
+            inst["edge_weight_stream"] = [t for r in rows for t in r]
+            return inst
+    return parse_vrplib(text, compute_edge_weights=False)
 
 
 def _triangle_matrix(values: np.ndarray, fmt: str, n: int) -> np.ndarray:
@@ -158,7 +160,7 @@ def explicit_matrix(inst: dict[str, Any], n: int, path: Path) -> np.ndarray:
                                   f"EDGE_WEIGHT_SECTION")
     section = f"EDGE_WEIGHT_SECTION ({fmt})"
     want = _expected_entries(fmt, n)
-    if "edge_weight_stream" in inst:            # tokens (read_weight_stream)
+    if "edge_weight_stream" in inst:            # tokens (parse_vrplib_text)
         tokens = inst["edge_weight_stream"]
         bad = _first_non_number(tokens)
         if bad is not None:

@@ -321,7 +321,7 @@ def _stream(fmt: str, matrix: np.ndarray) -> list[float]:
 def test_every_triangular_format_gives_the_symmetric_matrix(tmp_path, fmt, wrap):
     """TSPLIB's explicit formats but FULL_MATRIX (and FUNCTION): each stream fills the
     triangle it names (column-wise: walking the columns), wrapped in lines of any
-    length; LOWER_ROW is vrplib's own, the others read_triangular's."""
+    length; LOWER_ROW is vrplib's own, the others parse_vrplib_text's."""
     rng = np.random.default_rng(len(fmt) + wrap)
     upper = np.triu(rng.integers(1, 90, (6, 6)).astype(float), 1)
     matrix = upper + upper.T

@@ -255,11 +255,10 @@ def observe(state: ToursState, features: NDSFeatures,
         local = edge_index % m
         arc_cost = features.costs.reshape(-1)[(rows[edge_index[0] // m] * m + local[0]) * m
                                               + local[1]].to(dtype)
+        opened = None if features.open_routes is None else features.open_routes[rows]
         aware = direction_sensitive(
             torch.full((s,), features.problem.direction_sensitive, device=dev),
-            features.asymmetric[rows], None if features.open_routes is None
-            else features.open_routes[rows])
-        opened = None if features.open_routes is None else features.open_routes[rows]
+            features.asymmetric[rows], opened)
     # The instances were checked when the search started: no re-validation (one sync).
     rq = route_quantities(pos.reshape(-1, 2), edge_index, depot_mask, batch, s,
                           validate=False, arc_cost=arc_cost)
