@@ -32,24 +32,26 @@ import torch
 
 from pyg_routing.cli import main as cli
 
-COMMON = ["--accelerator", "cpu", "--no-progress", "--json", "--seed", "0"]
+COMMON = ["--trainer.accelerator", "cpu", "--no_progress", "--json", "--seed", "0",
+          "--pe", "ipexpe"]
 TRAIN = {
-    "dact": ["--problem", "cvrp", "--num-customers", "20", "--epochs", "1",
-             "--batches-per-epoch", "3", "--batch-size", "16", "--val-size", "16",
-             "--val-steps", "20", "--t-train", "10", "--n-step", "5"],
-    "n2s": ["--problem", "pdtsp", "--num-customers", "20", "--epochs", "1",
-            "--batches-per-epoch", "3", "--batch-size", "16", "--val-size", "16",
-            "--val-steps", "20", "--t-train", "10", "--n-step", "5", "--dim", "64",
-            "--pe-dim", "64"],
-    "nds": ["--problem", "cvrp", "--num-customers", "100", "--epochs", "1",
-            "--batches-per-epoch", "1", "--batch-size", "2", "--val-size", "2",
-            "--val-steps", "2", "--rollouts", "8", "--iterations", "2",
-            "--warmup-steps", "1", "--val-rollouts", "4", "--val-augment", "2",
-            "--dim", "32", "--heads", "4"],
+    "dact": ["--problem", "cvrp", "--num_customers", "20", "--train.epochs", "1",
+             "--train.batches_per_epoch", "3", "--train.batch_size", "16",
+             "--validate.instances", "16", "--validate.steps", "20", "--train.t_train", "10",
+             "--train.n_step", "5"],
+    "n2s": ["--problem", "pdtsp", "--num_customers", "20", "--train.epochs", "1",
+            "--train.batches_per_epoch", "3", "--train.batch_size", "16",
+            "--validate.instances", "16", "--validate.steps", "20", "--train.t_train", "10",
+            "--train.n_step", "5", "--model.dim", "64", "--encoding.dim", "64"],
+    "nds": ["--problem", "cvrp", "--num_customers", "100", "--train.epochs", "1",
+            "--train.batches_per_epoch", "1", "--train.batch_size", "2",
+            "--validate.instances", "2", "--validate.steps", "2", "--train.rollouts", "8",
+            "--train.iterations", "2", "--train.warmup_steps", "1", "--validate.rollouts", "4",
+            "--validate.augment", "2", "--model.dim", "32", "--model.heads", "4"],
 }
 #: the search of a step backbone's checkpoint
-EVALUATE = ["--instances", "16", "--steps", "100", "--augment", "2", "--reference", "none",
-            "--device", "cpu", "--json"]
+EVALUATE = ["--test.instances", "16", "--test.steps", "100", "--test.augment", "2",
+            "--reference.solver", "none", "--accelerator", "cpu", "--json"]
 #: the two X instances of the SISR row
 X_NAMES = ("X-n101-k25", "X-n106-k14")
 
@@ -67,7 +69,7 @@ def run(*argv: str) -> dict[str, Any]:
 def step_backbone(name: str, root: Path) -> dict[str, Any]:
     trained = run("train", "--backbone", name, *TRAIN[name], *COMMON, "--out", str(root))
     ckpt = trained["checkpoint"]
-    searched = run("evaluate", "--checkpoint", str(ckpt), "--seed", "1234", *EVALUATE,
+    searched = run("evaluate", "--checkpoint", str(ckpt), "--test.seed", "1234", *EVALUATE,
                    "--out", str(root / f"eval_{name}"))
     return {"val_cost": trained.get("best_val_cost"), "train": trained["metrics"],
             "search_initial": searched["initial_cost"], "search_cost": searched["cost"]}

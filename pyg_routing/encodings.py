@@ -19,8 +19,9 @@ An encoder holds all of this as one :class:`pyg_routing.models.pe.PositionalEnco
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from torch_geometric.transforms import BaseTransform
@@ -107,3 +108,72 @@ def node_transform(name: str, dim: int = 64, num_bands: int = 4,
                          + (learnable if key == "ape" else "")
                          + f"; node transforms exist for {', '.join(builders)}")
     return builders[key]()
+
+
+#: the node-encoding options: option name -> (the transform's keyword, the encodings
+#: that take it)
+OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ipe_frequencies": ("frequencies", ("ipe", "ipexpe")),
+    "ipe_amplitude": ("amplitude", ("ipe", "ipexpe")),
+    "ipe_direction": ("direction", ("ipe", "ipexpe")),
+    "ipe_phase": ("phase", ("ipe", "ipexpe")),
+    "xpe_aggregation": ("aggregation", ("xpe", "ipexpe")),
+}
+
+
+@dataclass(frozen=True)
+class EncodingSpec:
+    """One encoding resolved once (:func:`resolve`): what it is, the width of its node
+    code and the options of its transform. Every layer that builds or reads an encoding
+    receives this object (``PositionalEncoding.build`` takes it) instead of re-reading a
+    name and loose keyword arguments.
+
+    Attributes:
+        info: the registry entry (name, kind, the paper's label).
+        dim: width of node codes (IPE+XPE adds ``2 * num_bands``; Laplacian PE and RWSE
+            have 8 channels whatever ``dim`` says).
+        num_bands: XPE frequency bands.
+        options: the transform's keyword arguments, only those this encoding takes.
+    """
+
+    info: EncodingInfo
+    dim: int = 32
+    num_bands: int = 4
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    def node_transform(self, attr_name: str | None = "pe") -> BaseTransform:
+        """The PyG transform of this (fixed node) encoding (:func:`node_transform`)."""
+        return node_transform(self.name, dim=self.dim, num_bands=self.num_bands,
+                              attr_name=attr_name, **self.options)
+
+
+def resolve(name: str | EncodingSpec, *, dim: int = 32, num_bands: int = 4,
+            **options: Any) -> EncodingSpec:
+    """The :class:`EncodingSpec` of encoding ``name`` (a spec is returned as it is).
+
+    ``options`` are :data:`OPTIONS` by their option names (``ipe_direction=...``); those
+    the encoding does not take are dropped, so one configuration can serve several
+    encodings (``compare``). An unknown option name raises ``ValueError``.
+    """
+    if isinstance(name, EncodingSpec):
+        return name
+    info_ = info(name)
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown encoding option(s) {', '.join(unknown)}; the options are "
+                         f"{', '.join(OPTIONS)}")
+    kwargs = {OPTIONS[k][0]: v for k, v in options.items() if info_.name in OPTIONS[k][1]}
+    return EncodingSpec(info_, int(dim), int(num_bands), MappingProxyType(kwargs))
+
+
+def takers(option: str) -> tuple[str, ...]:
+    """The encodings that take the node-encoding option ``option`` (:data:`OPTIONS`)."""
+    return OPTIONS[option][1]

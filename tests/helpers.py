@@ -19,17 +19,22 @@ NDS_TINY = dict(num_customers=10, dim=16, heads=2, num_layers=2, pe_dim=8, num_b
                 batch_size=3, rollouts=6, remove=4, warmup_steps=2, iterations=3, val_steps=2,
                 val_rollouts=4, val_augment=2, preset="paper", seed=0)
 
-_FLAGS = {"num_layers": "--layers"}
+def tiny_argv(backbone: str = "dact", **overrides) -> list[str]:
+    """:data:`TINY` and :data:`TINY_DATA` (for ``backbone``) as ``pyg-routing train`` /
+    ``compare`` options (CPU, no progress bar, JSON output); ``overrides`` replace or add
+    options, by their flat names (``epochs=1``: ``--train.epochs 1``)."""
+    from pyg_routing.training import backbones
 
-
-def tiny_argv(**overrides) -> list[str]:
-    """:data:`TINY` and :data:`TINY_DATA` as ``pyg-routing train``/``compare`` options
-    (CPU, no progress bar, JSON output); ``overrides`` replace or add options."""
-    opts = {**TINY, **TINY_DATA, **overrides}
+    cls = backbones.get(backbone).config_class
+    top = {"problem", "num_customers", "pe", "seed"}
+    opts = {**TINY, **TINY_DATA, **overrides} if backbone != "nds" else \
+        {**NDS_TINY, **TINY_DATA, **overrides}
+    test = {"instances": "test.instances", "steps": "test.steps", "augment": "test.augment"}
     argv: list[str] = []
     for key, value in opts.items():
-        argv += [_FLAGS.get(key, "--" + key.replace("_", "-")), str(value)]
-    return [*argv, "--accelerator", "cpu", "--no-progress", "--json"]
+        flag = key if key in top else test.get(key) or cls._route(key, cls.section_types())
+        argv += [f"--{flag}", str(value)]
+    return [*argv, "--trainer.accelerator", "cpu", "--no_progress", "--json"]
 
 
 def random_routes(num_customers: int, rng: random.Random, max_routes: int = 6,

@@ -1,17 +1,19 @@
 """``pyg-routing compare``: the paper's controlled comparison (Tab. 2) for one setting.
 
-Every encoding gets the same treatment: the same training seed and therefore the
-same training batches (``RoutingDataModule``), the same model and PPO options, the
-same budget (``--budget-minutes`` of wall time and/or ``--epochs``), then the same
-search on the same held-out instances (same initial solutions, steps and
-augmentation). Only ``pe`` differs. The backbone's non-learned baselines (random
-moves; NDS: random and SISR destroys) and the PyVRP reference are added as rows.
+Every encoding gets the same recipe (``--config``, else the shipped recipe of the
+backbone, problem and size): the same training seed and therefore the same training
+batches (``RoutingDataModule``), the same model and training options, the same budget
+(``--budget_minutes`` of wall time and/or ``--train.epochs``), then the same test
+search (the recipe's ``test`` section) on the same held-out instances (same initial
+solutions, steps and augmentation). Only ``--pe`` differs: ``all`` or a
+comma-separated list. The backbone's non-learned baselines (random moves; NDS: random
+and SISR destroys) and the reference solver are added as rows.
 
 The test search is the backbone's (:meth:`ImprovementLightning.test_search`, the
 search of ``pyg-routing evaluate``), run as evaluate runs it (Lightning ``predict``
-over :class:`~pyg_routing.training.search_predictor.SearchJob`s): the test
-instances as one batch, or one instance per job for a backbone whose budget is per
-instance (NDS), each under ``--steps`` iterations and/or ``--search-seconds``.
+over :class:`~pyg_routing.training.search_predictor.SearchJob`s): the test instances
+as one batch, or one instance per job for a backbone whose budget is per instance
+(NDS), each under ``--test.steps`` iterations and/or ``--test.seconds``.
 
 Results go to ``<out>/compare_<backbone>_<problem><n>/``: ``table.csv``,
 ``table.md``, ``curves.csv`` and ``gap_vs_time.png`` (validation gap against
@@ -21,13 +23,13 @@ keeps what it finished.
 Gaps are the paper's: the relative gap of the MEAN objective to the mean
 reference objective (Tab. 2: 17.42 / 15.58 - 1 = 11.81 %); the mean of
 per-instance gaps is in the CSV too. A wall-time budget is only fair when the
-machine is otherwise idle; ``--epochs`` alone gives a load-independent budget.
+machine is otherwise idle; ``--train.epochs`` alone gives a load-independent budget.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,42 +37,30 @@ import numpy as np
 import torch
 
 from pyg_routing import encodings
-from pyg_routing.commands.evaluate import SEARCH_OPTIONS as EVALUATE_SEARCH_OPTIONS
-from pyg_routing.commands.evaluate import build_test_search, check_init
-from pyg_routing.commands.jobs import generated_jobs, search_jobs
+from pyg_routing.commands.grammar import CommandParser, positive, refuse_typed, training_seeds
+from pyg_routing.commands.jobs import Generated, Workers, generated_jobs, search_jobs
 from pyg_routing.commands.search import write_tables
 from pyg_routing.commands.train import (
     REFERENCE_METHODS,
-    add_problem_options,
-    add_reference_option,
+    RecipeCommand,
+    ReferenceOptions,
+    add_output_options,
+    announce,
+    parse_recipe_command,
     reference_costs,
+    refuse_encoding_options,
 )
+from pyg_routing.commands.train import print_config as recipe_print_config
 from pyg_routing.search import gap_percent, instance_gap_percent
 from pyg_routing.training import backbones
-from pyg_routing.training.backbones import init_choices
-from pyg_routing.training.config import GivenOption, refuse_encoding_options
-from pyg_routing.training.fit import (
-    VAL_SEED_OFFSET,
-    add_backbone_option,
-    add_training_options,
-    check_trainer,
-    count,
-    fit,
-    positive,
-    refuse_given,
-    seed_value,
-    training_seeds,
-)
+from pyg_routing.training.config import BackboneConfig
+from pyg_routing.training.fit import VAL_SEED_OFFSET, fit
 
 #: CSV columns, in order.
 COLUMNS = ("encoding", "method", "family", "objective", "objective_std", "gap_percent",
            "instance_gap_percent",
            "initial_objective", "train_seconds", "epochs", "optimizer_steps", "eval_seconds",
            "paper_objective", "paper_gap_percent", "checkpoint")
-#: the backbones' test-search options (``evaluate``'s) that ``compare`` takes, spelled
-#: ``--search-<name>`` (the training options own the plain names); a backbone whose
-#: ``search_options`` lack one refuses it
-SEARCH_OPTIONS = ("rollouts",)
 
 
 def parse_encodings(value: str) -> list[str]:
@@ -81,90 +71,85 @@ def parse_encodings(value: str) -> list[str]:
         return names
     out: list[str] = []
     for item in value.split(","):
-        key = encodings.info(item.strip()).name      # raises with the valid names
+        try:
+            key = encodings.info(item.strip()).name      # raises with the valid names
+        except ValueError as err:
+            raise ValueError(f"--pe: {err}") from None
         if key not in out:
             out.append(key)
     return out
 
 
-def add_compare_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "compare", help="train one model per encoding and compare them (paper Tab. 2)",
-        description="Train one policy per encoding with identical budget, seed, data and "
-                    "search; print the objective and gap to PyVRP per encoding (plus No PE "
-                    "and random moves) and write CSV, Markdown and a plot of gap against "
-                    "training time.")
-    add_backbone_option(p)
-    add_problem_options(p)
-    p.add_argument("--pe", default="all",
-                   help="'all' or a comma-separated list of: " + ", ".join(encodings.available()))
-    p.add_argument("--budget-minutes", type=positive, default=None,
-                   help="training wall time per encoding (validation included)")
-    # CPU-sized PPO defaults: DACT's 512 x 200 steps per batch take minutes on 2 cores.
-    add_training_options(p, {"batch_size": 64, "t_train": 40, "val_steps": 100},
-                         batches_per_epoch=5, val_size=64)
-    p.set_defaults(epochs=1000)
-    p.add_argument("--seeds", type=training_seeds, default=None,
-                   help="comma-separated training seeds (default: --seed); every encoding "
-                        "is trained once per seed, the table gives mean ± std over seeds")
-    p.add_argument("--instances", type=count(1), default=256, help="held-out test instances")
-    p.add_argument("--steps", type=count(0), default=500, help="improvement steps at test time")
-    p.add_argument("--augment", type=count(1), default=1,
-                   help="symmetric copies at test (1..8)")
-    p.add_argument("--init", choices=init_choices(), default=None,
-                   help="initial test solutions (default: those of training, random; "
-                        "nearest_neighbor for VRPTW)")
-    p.add_argument("--test-seed", type=seed_value, default=1234,
-                   help="seed of the test instances")
-    add_reference_option(p)
-    p.add_argument("--time-limit", type=positive, default=0.2,
-                   help="reference solver seconds per instance")
-    p.add_argument("--root", default="data", help="dataset cache for the references")
-    p.add_argument("--select", choices=("last", "best"), default="last",
-                   help="checkpoint each run is tested with: last (default; the end of the "
-                        "budget) or best (lowest validation cost, checkpoints/best.ckpt)")
-    p.add_argument("--no-random", action="store_true",
-                   help="skip the random-move row (nds: the random and SISR destroy rows)")
-    per_instance = [b for b in backbones.available() if backbones.get(b).budget_per_instance]
-    p.add_argument("--search-seconds", type=positive, default=None,
-                   help="wall-clock seconds of the test search, start solutions included: "
-                        "of the batch of test instances, or of every instance ("
-                        + ", ".join(per_instance) + ") (default: only --steps iterations)")
-    for name in SEARCH_OPTIONS:
-        kwargs = EVALUATE_SEARCH_OPTIONS[name][1]
-        has = tuple(b for b in backbones.available() if name in backbones.get(b).search_options)
-        p.add_argument(f"--search-{name}", dest=f"search_{name}", action=GivenOption,
-                       backbones=has, **{**kwargs, "help": f"[{', '.join(has)}] test search: "
-                                                          f"{kwargs['help']}"})
-    p.add_argument("--out", default="runs", help="folder for models, tables and the plot")
-    p.add_argument("--json", action="store_true", help="print a JSON object")
+def _add_options(p: CommandParser) -> None:
+    p.add_class_arguments(ReferenceOptions, "reference", sub_configs=False)
+    p.set_defaults({"reference.seconds": 0.2})
+    run = p.add_argument_group("Comparison: seeds, budget, rows")
+    run.add_argument("--seeds", type=training_seeds, default=None,
+                     help="comma-separated training seeds (default: --seed); every encoding "
+                          "is trained once per seed, the table gives mean +- std over seeds")
+    run.add_argument("--budget_minutes", type=positive, default=None,
+                     help="training wall time per encoding (validation included)")
+    run.add_argument("--select", choices=("last", "best"), default="last",
+                     help="checkpoint each run is tested with: last (the end of the budget) "
+                          "or best (lowest validation cost, checkpoints/best.ckpt)")
+    run.add_argument("--no_random", action="store_true",
+                     help="skip the random-move row (nds: the random and SISR destroy rows)")
+    run.add_argument("--root", default="data", help="dataset cache for the references")
+    run.add_argument("--out", default="runs", help="folder for models, tables and the plot")
+    add_output_options(run)
+
+
+def parse(argv: Sequence[str]) -> RecipeCommand:
+    """``compare``'s command line: a recipe whose ``--pe`` is a list (``all`` or
+    comma-separated names); each encoding's configuration is checked up front."""
+    names: list[str] = []
+
+    def encodings_of(values: dict[str, Any]) -> dict[str, Any]:
+        names.extend(parse_encodings(str(values["pe"])))
+        return {**values, "pe": names[0]}
+
+    command = parse_recipe_command(
+        "pyg-routing compare", "Train one policy per encoding with identical recipe, budget, "
+        "seed, data and test search; print the objective and gap to the reference per "
+        "encoding (plus No PE and the non-learned baselines) and write CSV, Markdown and a "
+        "plot of gap against training time.", argv, _add_options, encodings_of)
+    command.extra["encodings"] = names
+    refuse_encoding_options(command.typed, names)
+    command.config.check_training()
+    for name in names[1:]:                 # each encoding's configuration, checked up front
+        with_encoding(command.config, name).check_training()
+    return command
+
+
+def with_encoding(config: BackboneConfig, pe: str, seed: int | None = None) -> BackboneConfig:
+    """``config`` with encoding ``pe`` (and training seed ``seed``)."""
+    values = {**config.to_dict(), "pe": pe}
+    if seed is not None:
+        values["seed"] = seed
+    return type(config).create(**values)
+
+
+def print_config(command: RecipeCommand) -> str:
+    return recipe_print_config(command, {"pe": ",".join(command.extra["encodings"])})
 
 
 class CompareSearch:
-    """The backbone's test search (:meth:`ImprovementLightning.test_search` with
-    ``--augment``, ``--init`` and the ``--search-*`` options) on the held-out
-    instances (``--test-seed``, the training preset), under ``--steps`` and/or
-    ``--search-seconds``; :meth:`row` searches with a trained policy or a baseline."""
+    """The backbone's test search (the recipe's ``test`` section) on the held-out
+    instances; :meth:`row` searches with a trained policy or a baseline."""
 
-    def __init__(self, args: argparse.Namespace, config: Any, preset: str, out: Path,
-                 generator_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: BackboneConfig, out: Path, progress: bool) -> None:
         from pyg_routing.search import budget
 
-        self.lightning = backbones.get(args.backbone)
-        options = {"init": args.init,
-                   **{name: getattr(args, f"search_{name}") for name in SEARCH_OPTIONS}}
-        self.search = build_test_search(self.lightning, config, args.augment, options)
-        # every row but the baselines'
-        self.lightning.check_policy_search(self.search, {"rollouts": "--search-rollouts"})
-        self.stop = budget(args.steps, args.search_seconds)
-        # evaluate's job options: one worker on --accelerator, the test instances
-        self.args = argparse.Namespace(
-            problem=args.problem, num_customers=args.num_customers, instances=args.instances,
-            seed=args.test_seed, preset=preset, exact=False, accelerator=args.accelerator,
-            devices=1, num_nodes=1, threads=None, no_progress=args.no_progress,
-            generator_kwargs=generator_kwargs or {})
-        size = 1 if self.lightning.budget_per_instance else args.instances
-        self.jobs = generated_jobs(self.args, size)
+        self.lightning = backbones.get(config.backbone)
+        self.search = self.lightning.test_search(config)
+        self.lightning.check_policy_search(self.search)     # every row but the baselines'
+        self.stop = budget(config.test.steps, config.test.seconds)
+        self.spec = Generated(config.problem, config.num_customers, config.test.instances,
+                              config.test.seed, config.data.generator_options())
+        self.workers = Workers(accelerator=config.trainer.accelerator, seed=config.test.seed,
+                               progress=progress)
+        size = 1 if self.lightning.budget_per_instance else config.test.instances
+        self.jobs = generated_jobs(self.spec, size)
         self.out = out
 
     def settings(self) -> dict[str, Any]:
@@ -179,8 +164,8 @@ class CompareSearch:
     def row(self, policy: Any, trained: bool, reference: torch.Tensor | None
             ) -> dict[str, Any]:
         """One table row: the mean best and initial cost over the test instances."""
-        done, _ = search_jobs(self.args, self.jobs, self.search, self.stop, policy, trained,
-                              self.out)
+        done, _ = search_jobs(self.workers, self.jobs, self.search, self.stop, policy,
+                              trained, self.out)
         assert done is not None                  # one worker: this process reports
         rows = [r for job in done for r in job["rows"]]
         cost = torch.tensor([r["search_objective"] for r in rows], dtype=torch.float64)
@@ -197,67 +182,65 @@ class CompareSearch:
         return row
 
 
-def run_compare(args: argparse.Namespace) -> dict[str, Any]:
-    """Train and evaluate every encoding of ``--pe``; returns the table as rows."""
+def run(command: RecipeCommand) -> dict[str, Any]:
+    """Train and evaluate every encoding; returns the table as rows."""
     from pyg_routing.probes.paper_values import MAIN_COMPARISON, paper_problem_key
     from pyg_routing.training.callbacks import ValidationCurve
 
-    names = parse_encodings(args.pe)
-    # Every option is checked before the first reference solve or training run.
-    if args.reference == "none":
-        refuse_given(args, ("time_limit",), "does not apply with --reference none (no "
-                                            "reference is solved)")
-    refuse_encoding_options(args, names)
-    check_init(backbones.get(args.backbone), args.init)
-    config_class = backbones.get(args.backbone).config_class
-    config = config_class.from_options(args, pe=names[0])
-    for name in names[1:]:                 # each encoding's configuration, checked up front
-        config_class.from_options(args, pe=name)
-    check_trainer(args.accelerator, args.devices, strategy=args.strategy,
-                  precision=args.precision)
-    args.init = args.init or config.init
-    data = config.data_options()               # the training family: the test's too
+    o, config = command.options, command.config
+    names = command.extra["encodings"]
+    reference = ReferenceOptions.build(o.reference.as_dict())
+    if reference.solver == "none":
+        refuse_typed(command.typed, ("reference.seconds",), "does not apply with "
+                     "--reference.solver none (no reference is solved)", o)
+    from pyg_routing.training.fit import check_trainer
+
+    t = config.trainer
+    check_trainer(t.accelerator, t.devices, strategy=t.strategy, precision=t.precision)
+    data = config.data.generator_options()       # the training family: the test's too
     preset = data.pop("preset", "paper")
-    setting = paper_problem_key(args.problem, args.num_customers)
+    setting = paper_problem_key(config.problem, config.num_customers)
     paper = MAIN_COMPARISON.get(setting, {})
-    out = Path(args.out) / f"compare_{args.backbone}_{args.problem}{args.num_customers}"
-    search = CompareSearch(args, config, preset, out, data)  # builds the test instances
+    out = Path(o.out) / f"compare_{config.backbone}_{config.problem}{config.num_customers}"
+    progress = not (o.no_progress or o.json)
+    search = CompareSearch(config, out, progress)           # builds the test instances
+    announce(command)
     out.mkdir(parents=True, exist_ok=True)
-    seeds = parse_seeds(args.seeds, args.seed)
+    seeds = o.seeds or [config.seed]
     test_ref = None
     val_ref: dict[int, float] = {}
-    if args.reference != "none":
-        test_ref = reference_costs(args.problem, args.num_customers, args.instances,
-                                   args.test_seed, args.time_limit, args.root, args.reference,
-                                   preset=preset, generator_kwargs=data)
+    if reference.solver != "none":
+        test_ref = reference_costs(config.problem, config.num_customers,
+                                   config.test.instances, config.test.seed, reference.seconds,
+                                   o.root, reference.solver, preset=preset,
+                                   generator_kwargs=data)
         for seed in seeds:
             val_ref[seed] = float(reference_costs(
-                args.problem, args.num_customers, args.val_size, seed + VAL_SEED_OFFSET,
-                args.time_limit, args.root, args.reference, preset=preset,
-                generator_kwargs=data).mean())
+                config.problem, config.num_customers, config.validate.instances,
+                seed + VAL_SEED_OFFSET, reference.seconds, o.root, reference.solver,
+                preset=preset, generator_kwargs=data).mean())
     result: dict[str, Any] = {
-        "setting": setting, "backbone": args.backbone, "out": str(out),
-        "budget_minutes": args.budget_minutes, "max_epochs": args.epochs, "seeds": seeds,
-        "instances": args.instances, "steps": args.steps, "augment": args.augment,
-        "init": args.init, **search.settings(), "paper_setting": bool(paper), "rows": [],
+        "setting": setting, "backbone": config.backbone, "out": str(out),
+        "recipe": command.recipe, "config": {"backbone": config.backbone, **config.to_dict()},
+        "budget_minutes": o.budget_minutes, "max_epochs": config.train.epochs, "seeds": seeds,
+        "instances": config.test.instances, "steps": config.test.steps,
+        "augment": config.test.augment, "init": getattr(search.search, "init", None),
+        **search.settings(), "paper_setting": bool(paper), "rows": [],
         "curves": {}, "preset": preset, "data_options": data,
-        "search_seconds": args.search_seconds,
-        "pe_init": config.pe_init, "ipe_frequencies": config.ipe_frequencies,
-        "ipe_amplitude": config.ipe_amplitude,
-        "ipe_direction": config.ipe_direction, "ipe_phase": config.ipe_phase,
-        "xpe_aggregation": config.xpe_aggregation,
-        "local_mp": config.local_mp, "select": args.select,
+        "search_seconds": config.test.seconds, **config.encoding.to_dict(),
+        "pe_init": config.model.pe_init, "local_mp": config.model.local_mp,
+        "select": o.select,
         "reference_objective": None if test_ref is None else float(test_ref.mean()),
         "validation_reference": val_ref}
     if test_ref is not None:
         ref = paper.get("reference", (None, None))
         from pyg_routing.data.solvers.parallel import resolve_solver
 
-        method = REFERENCE_METHODS[resolve_solver(args.reference, args.problem)]
+        method = REFERENCE_METHODS[resolve_solver(reference.solver, config.problem)]
         result["rows"].append({"encoding": "reference", "method": method,
                                "family": "Reference", "objective": float(test_ref.mean()),
                                "paper_objective": ref[0]})
-    if not args.no_random:
+    if not o.no_random:
         for baseline, (method, _) in search.lightning.baselines.items():
             result["rows"].append({"encoding": baseline, "method": method, "family": "Baseline",
                                    **search.row(search.baseline(baseline), False, test_ref)})
@@ -265,20 +248,20 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
         info = encodings.info(name)
         runs, points = [], []
         for seed in seeds:
-            run_args = argparse.Namespace(**{**vars(args), "seed": seed})
             curve = ValidationCurve()
             where = out / name if len(seeds) == 1 else out / name / f"seed{seed}"
-            run = fit(run_args, name, where, max_minutes=args.budget_minutes,
-                      callbacks=[curve])
-            ckpt = run["checkpoint"]
-            if args.select == "best" and run["best_checkpoint"]:
-                ckpt = run["best_checkpoint"]
-            policy = backbones.load_policy(ckpt, expect_problem=args.problem, expect_pe=name,
-                                           expect_backbone=args.backbone)
+            run_ = fit(with_encoding(config, name, seed), where,
+                       max_minutes=o.budget_minutes, callbacks=[curve], progress=progress,
+                       verbose=o.verbose)
+            ckpt = run_["checkpoint"]
+            if o.select == "best" and run_["best_checkpoint"]:
+                ckpt = run_["best_checkpoint"]
+            policy = backbones.load_policy(ckpt, expect_problem=config.problem, expect_pe=name,
+                                           expect_backbone=config.backbone)
             runs.append({**search.row(policy, True, test_ref),
-                         "train_seconds": run["seconds"],
-                         "epochs": run["epochs"], "optimizer_steps": run["global_step"],
-                         "checkpoint": ckpt, "best_val_cost": run["best_val_cost"],
+                         "train_seconds": run_["seconds"],
+                         "epochs": run_["epochs"], "optimizer_steps": run_["global_step"],
+                         "checkpoint": ckpt, "best_val_cost": run_["best_val_cost"],
                          "seed": seed})
             for point in curve.points:
                 if seed in val_ref:
@@ -296,18 +279,8 @@ def run_compare(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def parse_seeds(value: str | list[int] | None, default: int) -> list[int]:
-    """``"0,1,2"`` -> ``[0, 1, 2]`` (:func:`~pyg_routing.training.fit.training_seeds`,
-    the ``--seeds`` option's type; a list it made is returned as it is); ``None`` ->
-    ``[default]``."""
-    if value is None:
-        return [default]
-    if isinstance(value, list):
-        return value
-    try:
-        return training_seeds(value)
-    except argparse.ArgumentTypeError as err:
-        raise ValueError(f"--seeds {err}") from None
+def render(result: dict[str, Any]) -> str:
+    return f"{render_markdown(result)}\n\nwritten to {result['out']}/"
 
 
 def _aggregate(runs: list[dict[str, Any]], reference: torch.Tensor | None) -> dict[str, Any]:

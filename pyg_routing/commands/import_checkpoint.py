@@ -1,62 +1,59 @@
 """``pyg-routing import-checkpoint --from nds|n2s FILE --out CKPT``: an original NDS
 (``checkpoint-*.pt``) or N2S (``epoch-*.pt``) checkpoint as our training checkpoint,
 which every command that takes ``--checkpoint`` then runs in our search
-(:mod:`pyg_routing.training.import_checkpoint`).
-
-Wire into :mod:`pyg_routing.cli` with :func:`add_import_checkpoint_parser` and
-:func:`run_import_checkpoint` (Namespace -> dict).
-"""
+(:mod:`pyg_routing.training.import_checkpoint`)."""
 
 from __future__ import annotations
 
-import argparse
 import os
+from collections.abc import Sequence
 from typing import Any
 
-from pyg_routing.training.backbones import add_trust_option
-from pyg_routing.training.fit import count
+from pyg_routing.commands.dataset import Parsed
+from pyg_routing.commands.grammar import CommandParser, count, typed
 from pyg_routing.training.import_checkpoint import ORIGINALS, import_original, write_checkpoint
 
 NDS_PROBLEMS = ("cvrp", "vrptw", "pcvrp")
 
 
-def add_import_checkpoint_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``import-checkpoint`` to an ``add_subparsers()`` object."""
-    p = subparsers.add_parser(
-        "import-checkpoint", help="an original NDS or N2S checkpoint as ours",
-        description="Convert a checkpoint saved by the original NDS (ahottung/NDS, "
-                    "checkpoint-*.pt) or N2S (yining043/PDP-N2S, epoch-*.pt) code into a "
-                    "pyg-routing checkpoint for evaluate, search --checkpoint and compare.")
+def parse(argv: Sequence[str]) -> Parsed:
+    p = CommandParser(
+        prog="pyg-routing import-checkpoint",
+        description="Convert a checkpoint saved by an original's code (" + ", ".join(
+            ORIGINALS) + ") into a pyg-routing checkpoint for evaluate, search "
+                         "--checkpoint and compare.")
     p.add_argument("--from", dest="original", required=True, choices=tuple(ORIGINALS),
                    help="the code that saved FILE")
     p.add_argument("file", metavar="FILE", help="the original checkpoint")
     p.add_argument("--out", required=True, help="our checkpoint to write (.ckpt)")
     p.add_argument("--problem", choices=NDS_PROBLEMS, default=None,
                    help="nds: the problem, checked against the file (default: the file's)")
-    p.add_argument("--num-customers", type=count(1), default=None,
+    p.add_argument("--num_customers", type=count(1), default=None,
                    help="customers per instance the model was trained on (n2s: required, "
                         "the file does not say; nds: default the file's problem_size)")
     p.add_argument("--heads", type=count(1), default=None,
                    help="nds: attention heads when the file's model_params cannot be read "
                         "(default: the file's head_num, else NDS's 8)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
-    add_trust_option(p)
-    return p
+    p.add_argument("--trust_checkpoint", action="store_true",
+                   help="UNSAFE: read FILE with full unpickling, which runs code from it; "
+                        "only for files you made or trust")
+    return Parsed(p.parse_args(list(argv)), typed(argv), "import-checkpoint")
 
 
-def run_import_checkpoint(args: argparse.Namespace) -> dict[str, Any]:
-    """Import ``args.file`` and write ``args.out``; returns what was written."""
+def run(parsed: Parsed) -> dict[str, Any]:
+    """Import ``FILE`` and write ``--out``; returns what was written."""
+    args = parsed.options
     options: dict[str, Any] = {"num_customers": args.num_customers}
     if args.original == "nds":
         options |= {"problem": args.problem, "heads": args.heads}
     elif args.problem is not None or args.heads is not None:
-        raise ValueError("--problem and --heads apply to --from nds only (an N2S model "
-                         "is PDTSP, its heads are read from the file)")
-    ckpt = import_original(args.original, args.file,
-                           trust=getattr(args, "trust_checkpoint", False), **options)
+        raise ValueError("--problem and --heads apply to --from nds only (the other "
+                         "originals' problem and heads are read from the file)")
+    ckpt = import_original(args.original, args.file, trust=args.trust_checkpoint, **options)
     out = write_checkpoint(ckpt, args.out)
     hp = ckpt["hyper_parameters"]
-    keep = ("backbone", "problem", "num_customers", "pe", "dim", "heads", "num_layers")
     return {"from": args.original, "file": os.fspath(args.file), "out": os.fspath(out),
-            **{k: hp[k] for k in keep},
+            **{k: hp[k] for k in ("backbone", "problem", "num_customers", "pe")},
+            "model": hp["model"],
             "parameters": sum(v.numel() for v in ckpt["state_dict"].values())}

@@ -1,164 +1,96 @@
-"""What ``search``, ``evaluate`` and ``compare`` share: the instance options and their
-checks, the jobs (generated instances or CVRPLib X), the reference step and the run of
-jobs as Lightning predictions (:mod:`pyg_routing.training.search_predictor`)."""
+"""What ``search``, ``evaluate`` and ``compare`` share: the instances a test searches
+(generated, CVRPLib X, or instance files), the jobs they become, the reference step
+and the run of the jobs as Lightning predictions
+(:mod:`pyg_routing.training.search_predictor`)."""
 
 from __future__ import annotations
 
-import argparse
 import os
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from pyg_routing.commands.cost_options import COST_OPTIONS, add_cost_options, cost_kwargs
 from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.data.presets import PRESETS
 from pyg_routing.data.problems import Problem
 from pyg_routing.errors import InstanceFormatError
 from pyg_routing.search import gap_percent
-from pyg_routing.training.fit import (
-    check_trainer,
-    count,
-    given,
-    refuse_given,
-    seed_value,
-)
+from pyg_routing.training.fit import check_trainer
 from pyg_routing.training.search_predictor import SearchJob
 
 #: CVRPLib X lies on a 0..1000 grid; NDS's temperatures assume the unit square
 X_SCALE = 1000.0
+#: how the test commands spell the options of their worker processes
+WORKER_FLAGS = {"accelerator": "--accelerator", "devices": "--workers",
+                "num_nodes": "--num_nodes"}
 
 
-def add_instance_options(p: argparse.ArgumentParser) -> None:
-    """The seed, data family and benchmark options of ``search`` and ``evaluate``."""
-    p.add_argument("--seed", type=seed_value, default=1234,
-                   help="seed of the generated instances and of the search")
-    p.add_argument("--preset", choices=tuple(PRESETS), default="paper",
-                   help="data family of the generated instances (nds: NDS's test data)")
-    p.add_argument("--exact", action="store_true",
-                   help="nds presets: NDS's own test instances (its random streams)")
-    add_cost_options(p)
-    p.add_argument("--benchmark", type=str.lower, choices=("x",), default=None,
-                   help="search CVRPLib X instead of generated instances")
-    p.add_argument("--data-dir", default=None, help="folder of the benchmark files "
-                   "(default: $PYG_ROUTING_DATA, else the bundled files)")
-    p.add_argument("--names", default=None,
-                   help="comma-separated benchmark instances (default: all)")
-    p.add_argument("--max-customers", type=count(1), default=None,
-                   help="benchmark instances with at most this many customers")
+@dataclass
+class Generated:
+    """Generated test instances: ``count`` of ``problem`` with ``num_customers``, seed
+    ``seed``, ``generator`` the extra ``make_generator`` options (preset, exact, costs,
+    open routes)."""
+
+    problem: str
+    num_customers: int
+    count: int
+    seed: int
+    generator: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def preset(self) -> str:
+        return self.generator.get("preset", "paper")
+
+    def data_options(self) -> dict[str, Any]:
+        """What a result records of the family (the cost model and open routes)."""
+        return {k: v for k, v in self.generator.items() if k not in ("exact", "preset")}
 
 
-#: the options that select benchmark instances: refused without ``--benchmark``
-BENCHMARK_OPTIONS = ("names", "max_customers", "data_dir")
+@dataclass
+class Workers:
+    """Where the jobs run: ``workers`` processes per node on ``num_nodes`` machines, a
+    trained policy on ``accelerator``, ``threads`` repair threads each (``None``: the
+    cores / workers), the search seeded by ``seed`` (+ the job's index)."""
+
+    accelerator: str = "auto"
+    workers: int = 1
+    num_nodes: int = 1
+    threads: int | None = None
+    seed: int = 0
+    progress: bool = True
 
 
-def refuse_instance_options(args: argparse.Namespace, reference: Sequence[str]) -> None:
-    """Refuse, naming it, an option of :func:`add_instance_options` (and the ``--problem``,
-    ``--num-customers``, ``--instances`` and ``--reference`` options of ``search`` and
-    ``evaluate``) that the instances asked for do not take: a benchmark selection
-    without ``--benchmark``; the problem, size, data family, count or reference of
-    generated instances with it (the gap is to the best-known values); the
-    ``reference`` options (the reference's time limit) without a reference. ``--root``,
-    a cache folder, is taken everywhere."""
-    if args.benchmark:
-        flag = given(args, "problem", "num_customers", "exact")
-        if flag is not None:
-            raise ValueError(f"{flag}: --benchmark x fixes the problem and the sizes: "
-                             f"--problem, --num-customers and --exact do not apply")
-        refuse_given(args, ("preset", "instances", *COST_OPTIONS),
-                     "does not apply with --benchmark x (it searches CVRPLib's instances)")
-        refuse_given(args, ("reference", *reference),
-                     "does not apply with --benchmark x (the gap is to the best-known "
-                     "values)")
-        return
-    refuse_given(args, BENCHMARK_OPTIONS, "applies to --benchmark x only (it selects "
-                                          "benchmark instances)")
-    if args.reference == "none":
-        refuse_given(args, reference, "does not apply with --reference none (no reference "
-                                      "is solved)")
-
-
-def check_remove(args: argparse.Namespace, jobs: list[SearchJob], remove: int,
-                 destroy: str) -> None:
-    """Refuse removal sets of ``remove`` customers larger than the smallest instance of
-    ``jobs``: a ``--remove`` the user gave, or the default size of a ``destroy`` that
-    cannot remove more customers than there are (random, a trained policy; SISR's size
-    is an average that its walk caps at the instance)."""
-    customers = min(job.instances.num_nodes - 1 for job in jobs)
-    if remove <= customers:
-        return
-    where = "smallest benchmark instance" if args.benchmark else "instances"
-    if given(args, "remove"):
-        raise ValueError(f"--remove {remove} exceeds the {customers} customers of the "
-                         f"{where}")
-    if destroy != "sisr":
-        raise ValueError(f"--remove: the {destroy} destroy removes {remove} customers per "
-                         f"set by default, more than the {customers} customers of the "
-                         f"{where}; pass --remove <= {customers}")
-
-
-def generated_jobs(args: argparse.Namespace, size: int = 1) -> list[SearchJob]:
-    """``--instances`` instances of ``--problem``/``--preset`` (seed ``--seed``), ``size``
-    consecutive instances per job."""
+def generated_jobs(spec: Generated, size: int = 1) -> list[SearchJob]:
+    """``spec``'s instances, ``size`` consecutive instances per job."""
     from pyg_routing.data.generators import make_generator
 
-    if args.exact and args.preset == "paper":
-        raise ValueError("--exact replays NDS's random streams; it needs an nds preset")
-    gen = make_generator(args.problem, args.num_customers, seed=args.seed, preset=args.preset,
-                         **_generator_kwargs(args))
-    inst = gen.sample(args.instances)
+    if spec.generator.get("exact") and spec.preset == "paper":
+        raise ValueError("--test.exact replays NDS's random streams; it needs an nds "
+                         "--data.preset")
+    gen = make_generator(spec.problem, spec.num_customers, seed=spec.seed, **spec.generator)
+    inst = gen.sample(spec.count)
     jobs = []
     for j, lo in enumerate(range(0, len(inst), size)):
         ids = range(lo, min(lo + size, len(inst)))
-        jobs.append(SearchJob(j, lo, [f"{args.problem}{args.num_customers}-{i}" for i in ids],
+        jobs.append(SearchJob(j, lo, [f"{spec.problem}{spec.num_customers}-{i}" for i in ids],
                               inst[lo:lo + size], [inst[i] for i in ids], [None] * len(ids)))
     return jobs
 
 
-def data_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The cost model and open routes of the generated instances (what a result
-    records; ``{}`` for the paper's Euclidean closed routes)."""
-    return {k: v for k, v in _generator_kwargs(args).items() if k != "exact"}
-
-
-def _generator_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """``make_generator`` options of the generated instances: ``--exact`` and the cost
-    model / open routes (``--costs``, ``--grid``, ``--one-way``, ``--open-routes``, or
-    ``compare``'s training family)."""
-    out: dict[str, Any] = {"exact": True} if args.exact else {}
-    out.update(getattr(args, "generator_kwargs", None) or {})
-    out.update(cost_kwargs(args))
-    return out
-
-
-def add_reference(args: argparse.Namespace, rows: list[dict[str, Any]], limit: float) -> None:
-    """The ``--reference`` cost of every generated instance (solved once, cached under
-    ``--root``, ``limit`` seconds each) and the gap to it, into ``rows``."""
-    from pyg_routing.commands.train import reference_costs
-
-    ref = reference_costs(args.problem, args.num_customers, args.instances, args.seed, limit,
-                          args.root, args.reference, preset=args.preset,
-                          generator_kwargs=_generator_kwargs(args),
-                          progress=not args.no_progress)
-    for row, target in zip(rows, ref.tolist()):
-        row["target"] = target
-        row["gap_percent"] = gap_percent(row["objective"], target)
-
-
-def x_jobs(args: argparse.Namespace) -> list[SearchJob]:
-    """The CVRPLib X instances (``--names``, ``--max-customers``), coordinates / 1000,
-    each with its BKS (an instance missing from ``bks.csv`` is refused by name)."""
+def x_jobs(data_dir: str | None, names: str | None = None,
+           max_customers: int | None = None) -> list[SearchJob]:
+    """The CVRPLib X instances of ``data_dir`` (``names``: comma-separated; at most
+    ``max_customers``), coordinates / 1000, each with its BKS (an instance missing from
+    ``bks.csv`` is refused by name)."""
     from pyg_routing.data.benchmarks import BenchmarkDataset
 
-    names = None if args.names is None else [n.strip() for n in args.names.split(",")
-                                             if n.strip()]
-    ds = BenchmarkDataset(args.data_dir, "x", names=names, with_solutions=False)
+    chosen = None if names is None else [n.strip() for n in names.split(",") if n.strip()]
+    ds = BenchmarkDataset(data_dir, "x", names=chosen, with_solutions=False)
     jobs: list[SearchJob] = []
     for i in range(len(ds)):
         data, name, path = ds[i], ds.instance_names[i], ds.paths[i]
-        if args.max_customers is not None and data.num_nodes - 1 > args.max_customers:
+        if max_customers is not None and data.num_nodes - 1 > max_customers:
             continue
         if name not in ds.bks:
             raise InstanceFormatError(f"{path}: instance {name!r} has no entry in "
@@ -168,23 +100,56 @@ def x_jobs(args: argparse.Namespace) -> list[SearchJob]:
                                 capacity=data.capacity.reshape(1))
         jobs.append(SearchJob(len(jobs), len(jobs), [name], inst, [data], [ds.bks[name]]))
     if not jobs:
-        raise ValueError(f"no X instance with at most {args.max_customers} customers")
+        raise ValueError(f"no X instance with at most {max_customers} customers")
     return jobs
 
 
-def search_jobs(args: argparse.Namespace, jobs: list[SearchJob], search: Any, stop: Any,
-                policy: Any, trained: bool, out: Path
-                ) -> tuple[list[dict[str, Any]] | None, dict[str, Any]]:
-    """``search`` with ``policy`` until ``stop`` on every job, over the workers that
-    ``--devices``, ``--num-nodes`` and ``--threads`` ask for; a trained policy runs on
-    ``--accelerator``, a baseline on the CPU. Returns the job results on rank 0 (else
-    ``None``) and the workers' ``threads`` and ``device`` (type)."""
+def check_remove(jobs: list[SearchJob], remove: int, destroy: str, typed: bool,
+                 where: str = "instances") -> None:
+    """Refuse removal sets of ``remove`` customers larger than the smallest instance of
+    ``jobs``: a removal size the user typed (``typed``), or the default size of a
+    ``destroy`` that cannot remove more customers than there are (random, a trained
+    policy; SISR's size is an average that its walk caps at the instance)."""
+    customers = min(job.instances.num_nodes - 1 for job in jobs)
+    if remove <= customers:
+        return
+    if typed:
+        raise ValueError(f"--test.remove {remove} exceeds the {customers} customers of the "
+                         f"{where}")
+    if destroy != "sisr":
+        raise ValueError(f"--test.remove: the {destroy} destroy removes {remove} customers "
+                         f"per set by default, more than the {customers} customers of the "
+                         f"{where}; pass --test.remove <= {customers}")
+
+
+def add_reference(spec: Generated, rows: list[dict[str, Any]], solver: str, seconds: float,
+                  root: str, progress: bool) -> None:
+    """The reference cost of every generated instance (``solver`` for ``seconds`` each,
+    solved once and cached under ``root``) and the gap to it, into ``rows``."""
+    from pyg_routing.commands.train import reference_costs
+
+    extra = {k: v for k, v in spec.generator.items() if k != "preset"}
+    ref = reference_costs(spec.problem, spec.num_customers, spec.count, spec.seed, seconds,
+                          root, solver, preset=spec.preset, generator_kwargs=extra,
+                          progress=progress)
+    for row, target in zip(rows, ref.tolist()):
+        row["target"] = target
+        row["gap_percent"] = gap_percent(row["objective"], target)
+
+
+def search_jobs(workers: Workers, jobs: list[SearchJob], search: Any, stop: Any, policy: Any,
+                trained: bool, out: Path) -> tuple[list[dict[str, Any]] | None, dict[str, Any]]:
+    """``search`` with ``policy`` until ``stop`` on every job, over ``workers``; a
+    trained policy runs on ``workers.accelerator``, a baseline on the CPU. Returns the
+    job results on rank 0 (else ``None``) and the workers' ``threads`` and ``device``
+    (type)."""
     from pyg_routing.training.search_predictor import SearchPredictor, run_jobs
 
-    accelerator = args.accelerator if trained else "cpu"
-    check_trainer(accelerator, args.devices, num_nodes=args.num_nodes)   # before writing
-    threads = args.threads or max(1, (os.cpu_count() or 1) // args.devices)
-    predictor = SearchPredictor(search, stop, policy, seed=args.seed, threads=threads)
-    done = run_jobs(jobs, predictor, out, accelerator=accelerator, devices=args.devices,
-                    num_nodes=args.num_nodes, progress=not args.no_progress)
+    accelerator = workers.accelerator if trained else "cpu"
+    check_trainer(accelerator, workers.workers, num_nodes=workers.num_nodes,
+                  flags=WORKER_FLAGS)                                   # before writing
+    threads = workers.threads or max(1, (os.cpu_count() or 1) // workers.workers)
+    predictor = SearchPredictor(search, stop, policy, seed=workers.seed, threads=threads)
+    done = run_jobs(jobs, predictor, out, accelerator=accelerator, devices=workers.workers,
+                    num_nodes=workers.num_nodes, progress=workers.progress)
     return done, {"threads": threads, "device": predictor.device.type}

@@ -1,114 +1,127 @@
 """``pyg-routing probe {anisometry,entropy,spearman}``: the paper's probes on cached
 reference solutions, printed beside the paper's numbers.
 
-Wire into :mod:`pyg_routing.cli` with :func:`add_probe_parser` (a sub-parser named
-``probe``), :func:`run_probe` (Namespace -> dict) and :func:`render_probe`
-(dict -> text table). Standalone: ``python -m pyg_routing.commands.probe ...``.
+:func:`parse` reads ``probe KIND [options]``, :func:`run` returns the result and
+:func:`render` the text table. Standalone: ``python -m pyg_routing.commands.probe ...``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pyg_routing.commands.cost_options import add_cost_options, cost_kwargs
+from pyg_routing.commands.dataset import Parsed, add_data_options, data_kwargs
+from pyg_routing.commands.grammar import (
+    CommandParser,
+    count,
+    normalize,
+    positive,
+    seed_value,
+    typed,
+)
 from pyg_routing.data.generators import PROBLEMS
 from pyg_routing.errors import RoutingError
 from pyg_routing.probes import paper_values as paper
 from pyg_routing.probes.anisometry import DEFINITION as ANISOMETRY_DEFINITION
 from pyg_routing.probes.entropy import DEFINITION as ENTROPY_DEFINITION
 from pyg_routing.probes.spearman import DEFINITION as SPEARMAN_DEFINITION
-from pyg_routing.training.fit import count, positive, seed_value
 
-PROBES = ("anisometry", "entropy", "spearman")
+PROBES = {"anisometry": ("CV, max/min and residual MAD of routes (Tab. 1)",
+                         ANISOMETRY_DEFINITION),
+          "entropy": ("depot-angle entropy per within-route position", ENTROPY_DEFINITION),
+          "spearman": ("Spearman probes D1-D3 of the encodings (Tab. 3)", SPEARMAN_DEFINITION)}
 
 
-def _common_args(p: argparse.ArgumentParser) -> None:
+def _common_args(p: CommandParser) -> None:
     p.add_argument("--problem", choices=PROBLEMS, default="cvrp", help="routing problem")
-    p.add_argument("--num-customers", type=count(1), default=100,
+    p.add_argument("--num_customers", type=count(1), default=100,
                    help="customers per instance")
-    p.add_argument("--instances", "--num-instances", dest="num_instances", type=count(1),
-                   default=1000, help="number of instances (paper: 1000)")
+    p.add_argument("--instances", dest="num_instances", type=count(1), default=1000,
+                   help="number of instances (paper: 1000)")
     p.add_argument("--seed", type=seed_value, default=0, help="instance generator seed")
     p.add_argument("--distribution", choices=("uniform", "clustered"), default="uniform",
                    help="customer layout")
     p.add_argument("--solver", default="pyvrp",
                    help="reference solver: pyvrp (HGS, default), ortools, auto, or a quick "
                         "constructive heuristic (nearest_neighbor, sweep, insertion)")
-    p.add_argument("--time-limit", type=positive, default=1.0,
+    p.add_argument("--seconds", type=positive, default=1.0,
                    help="solver seconds per instance")
     p.add_argument("--workers", type=count(1), default=None,
                    help="solver processes (default: all)")
-    add_cost_options(p)
+    add_data_options(p)
     p.add_argument("--root", default="data", help="dataset folder (solutions are cached)")
-    p.add_argument("--no-progress", action="store_true", help="hide the solver progress bar")
+    p.add_argument("--no_progress", action="store_true", help="hide the solver progress bar")
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
 def _even_width(value: str) -> int:
-    """An argparse type: an even integer >= 2 (the sinusoidal encodings' sine/cosine
+    """An option type: an even integer >= 2 (the sinusoidal encodings' sine/cosine
     channel pairs)."""
+    import argparse
+
     width = count(2)(value)
     if width % 2:
         raise argparse.ArgumentTypeError(f"must be an even integer >= 2, got {width}")
     return width
 
 
-def add_probe_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``probe {anisometry,entropy,spearman}`` to an ``add_subparsers()`` object."""
-    probe = subparsers.add_parser(
-        "probe", help="the paper's probes (Tab. 1, hierarchy entropy, Tab. 3)",
-        description="Run one of the paper's probes on cached reference solutions and print "
-                    "our numbers beside the paper's.", allow_abbrev=False)
-    kinds = probe.add_subparsers(dest="probe", required=True)
-    raw = argparse.RawDescriptionHelpFormatter
-    a = kinds.add_parser("anisometry", help="CV, max/min and residual MAD of routes (Tab. 1)",
-                         description=ANISOMETRY_DEFINITION, formatter_class=raw,
-                         allow_abbrev=False)
-    _common_args(a)
-    e = kinds.add_parser("entropy", help="depot-angle entropy per within-route position",
-                         description=ENTROPY_DEFINITION, formatter_class=raw,
-                         allow_abbrev=False)
-    _common_args(e)
-    s = kinds.add_parser("spearman", help="Spearman probes D1-D3 of the encodings (Tab. 3)",
-                         description=SPEARMAN_DEFINITION, formatter_class=raw,
-                         allow_abbrev=False)
-    _common_args(s)
-    s.add_argument("--pairs", type=count(1), default=10**6,
-                   help="same-route pairs, and as many cross-route pairs (paper: 10^6)")
-    s.add_argument("--dim", type=_even_width, default=64,
-                   help="encoding width (even: sine/cosine pairs)")
-    s.add_argument("--encodings", choices=("paper", "builtin"), default="paper",
-                   help="paper: the 14 encodings of pyg_routing.probes."
-                        "representations; builtin: IPE, XPE, IPE + XPE and index "
-                        "baselines from pyg_routing.functional")
-    s.add_argument("--probe-seed", type=seed_value, default=0, help="pair sampler seed")
-    s.add_argument("--batch-size", type=count(1), default=64,
-                   help="instances per encoder call")
-    return probe
+def parse(argv: Sequence[str]) -> Parsed:
+    """``probe KIND [options]``."""
+    import argparse
+
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in PROBES:
+        lines = ["usage: pyg-routing probe {" + ",".join(PROBES) + "} [options]", "",
+                 "Run one of the paper's probes on cached reference solutions and print our "
+                 "numbers beside the paper's.", ""]
+        lines += [f"  {k:<11} {v[0]}" for k, v in PROBES.items()]
+        if argv and argv[0] in ("-h", "--help"):
+            print("\n".join(lines))
+            raise SystemExit(0)
+        shown = repr(argv[0]) if argv else "none"
+        raise ValueError(f"the probe must be one of {', '.join(PROBES)}; got {shown}")
+    kind = argv[0]
+    p = CommandParser(prog=f"pyg-routing probe {kind}", description=PROBES[kind][1],
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common_args(p)
+    if kind == "spearman":
+        p.add_argument("--pairs", type=count(1), default=10**6,
+                       help="same-route pairs, and as many cross-route pairs (paper: 10^6)")
+        p.add_argument("--dim", type=_even_width, default=64,
+                       help="encoding width (even: sine/cosine pairs)")
+        p.add_argument("--encodings", choices=("paper", "builtin"), default="paper",
+                       help="paper: the 14 encodings of pyg_routing.probes.representations; "
+                            "builtin: IPE, XPE, IPE + XPE and index baselines from "
+                            "pyg_routing.functional")
+        p.add_argument("--probe_seed", type=seed_value, default=0, help="pair sampler seed")
+        p.add_argument("--batch_size", type=count(1), default=64,
+                       help="instances per encoder call")
+    options = p.parse_args(list(argv[1:]))
+    options.probe = kind
+    return Parsed(options, typed(argv[1:]), "probe")
 
 
-def _dataset(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+def _dataset(parsed: Parsed) -> tuple[Any, dict[str, Any]]:
     from pyg_routing.data.dataset import RoutingDataset
 
+    args = parsed.options
     ds = RoutingDataset(args.root, args.problem, args.num_customers, args.num_instances,
-                        seed=args.seed, solver=args.solver, time_limit=args.time_limit,
+                        seed=args.seed, solver=args.solver, time_limit=args.seconds,
                         distribution=args.distribution, num_workers=args.workers,
-                        progress=not args.no_progress, generator_kwargs=cost_kwargs(args))
+                        progress=not (args.no_progress or args.json),
+                        generator_kwargs=data_kwargs(args, parsed.typed))
     info = {"path": ds.processed_paths[0], "problem": args.problem,
             "num_customers": args.num_customers, "num_instances": len(ds),
-            "solver": args.solver, "time_limit": args.time_limit,
+            "solver": args.solver, "time_limit": args.seconds,
             "mean_cost": ds.meta.get("summary", {}).get("mean_cost"),
             "mean_routes": ds.meta.get("summary", {}).get("mean_routes")}
     return ds, info
 
 
-def run_probe(args: argparse.Namespace) -> dict[str, Any]:
+def run(parsed: Parsed) -> dict[str, Any]:
     """Run ``args.probe`` and return ``{"probe", "dataset", "definition", "ours",
-    "paper", ...}`` (see :func:`render_probe` for the text form).
+    "paper", ...}`` (see :func:`render` for the text form).
 
     * anisometry: ``ours`` = :func:`~pyg_routing.probes.anisometry.anisometry`;
       ``paper`` = the matching Tab. 1 row (``None`` if the paper has none),
@@ -118,9 +131,8 @@ def run_probe(args: argparse.Namespace) -> dict[str, Any]:
     * spearman: ``ours`` = ``{encoding: {"D1", "D2", "D3", "D3_ratio"}}``;
       ``paper`` = ``{encoding: Tab. 3 row or None}``, ``paper_table`` all of Tab. 3.
     """
-    if args.probe not in PROBES:
-        raise RoutingError(f"unknown probe {args.probe!r}; choose from {PROBES}")
-    ds, info = _dataset(args)
+    args = parsed.options
+    ds, info = _dataset(parsed)
     out: dict[str, Any] = {"probe": args.probe, "dataset": info}
     if args.probe == "anisometry":
         row = paper.paper_problem_key(args.problem, args.num_customers)
@@ -145,7 +157,7 @@ def run_probe(args: argparse.Namespace) -> dict[str, Any]:
 
         encoders = (paper_encodings(args.dim) if args.encodings == "paper"
                     else builtin_encodings(args.dim))
-        if args.open_routes:       # the open-route phase against the closed formula
+        if args.data.open_routes:  # the open-route phase against the closed formula
             encoders.update(open_route_variants(args.dim))
         ours = spearman_probe(ds, encoders, num_pairs=args.pairs, seed=args.probe_seed,
                               batch_size=args.batch_size)
@@ -175,8 +187,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def render_probe(result: dict[str, Any]) -> str:
-    """The text report of :func:`run_probe`: our numbers beside the paper's."""
+def render(result: dict[str, Any]) -> str:
+    """The text report of :func:`run`: our numbers beside the paper's."""
     d = result["dataset"]
     head = (f"{result['probe']} probe: {d['problem']}-{d['num_customers']}, "
             f"{d['num_instances']} instances, solver {d['solver']} ({d['time_limit']} s), "
@@ -231,15 +243,13 @@ def render_probe(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Standalone entry point: ``python -m pyg_routing.commands.probe <probe> ...``."""
-    parser = argparse.ArgumentParser(prog="pyg-routing", allow_abbrev=False)
-    add_probe_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["probe", *(sys.argv[1:] if argv is None else argv)])
     try:
-        result = run_probe(args)
+        parsed = parse(normalize(list(sys.argv[1:] if argv is None else argv)))
+        result = run(parsed)
     except (RoutingError, ValueError, FileNotFoundError) as exc:
         print(f"pyg-routing probe: error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(result, indent=2) if args.json else render_probe(result))
+    print(json.dumps(result, indent=2) if parsed.options.json else render(result))
     return 0
 
 

@@ -1,52 +1,185 @@
-"""``pyg-routing train``, and what the training and test commands share: problem and
-reference options, cached reference costs, the problem defaults of a checkpoint."""
+"""``pyg-routing train``, and what the training commands share: the recipe's options
+on a parser built for one backbone, the recipe a command line starts from, the
+reference solver's options and cached reference costs.
+
+A command line names its backbone with ``--backbone`` or through a full recipe
+(``--config dact/cvrp100``); without a full recipe it starts from the shipped recipe
+of its backbone, problem and size (:func:`pyg_routing.recipes.default_for`: that size,
+else the next larger), and says which on stderr. So ``train --backbone nds`` trains NDS
+as released (its recipe says ``pe: none``), never another backbone's defaults.
+"""
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import torch
 
-from pyg_routing import encodings
-from pyg_routing.data.generators import PROBLEMS
-from pyg_routing.training.backbones import add_trust_option
-from pyg_routing.training.config import refuse_encoding_options
-from pyg_routing.training.fit import (
-    add_backbone_option,
-    add_training_options,
-    count,
-    fit,
-    positive,
-    refuse_given,
+from pyg_routing import recipes
+from pyg_routing.commands.grammar import (
+    CommandParser,
+    add_recipe,
+    backbone_of,
+    config_values,
+    default_recipe,
+    dump_yaml,
+    foreign_options,
+    notice,
+    refuse_typed,
+    typed,
 )
+from pyg_routing.training import backbones
+from pyg_routing.training.config import BackboneConfig
+from pyg_routing.training.fit import fit
+from pyg_routing.training.sections import Section, bound
 
-#: ``--problem`` / ``--num-customers`` when neither the user nor a checkpoint says
-DEFAULT_PROBLEM, DEFAULT_CUSTOMERS = "cvrp", 20
-
-
-def add_problem_options(p: argparse.ArgumentParser, from_checkpoint: bool = False) -> None:
-    """``--problem`` and ``--num-customers``; ``from_checkpoint``: both default to the
-    checkpoint's (``evaluate``), else to cvrp-20."""
-    note = " (default: the checkpoint's; cvrp-20 without one)" if from_checkpoint else ""
-    p.add_argument("--problem", choices=PROBLEMS,
-                   default=None if from_checkpoint else DEFAULT_PROBLEM,
-                   help="routing problem" + note)
-    p.add_argument("--num-customers", type=count(1),
-                   default=None if from_checkpoint else DEFAULT_CUSTOMERS,
-                   help="customers" + note)
+#: the backbone of a command line that names none
+DEFAULT_BACKBONE = "dact"
 
 
-#: what the ``--reference`` choices solve with, as the table names them
+@dataclass
+class ReferenceOptions(Section):
+    """Reference: the solver the gaps are measured against"""
+
+    key: ClassVar[str] = "reference"
+
+    solver: Literal["auto", "pyvrp", "ortools", "none"] = "auto"
+    """auto (PyVRP), pyvrp (HGS), ortools or none (no gap)"""
+    seconds: float = bound(1.0, positive=True)
+    """solver seconds per instance"""
+
+
+#: what the reference solvers are called in a table
 REFERENCE_METHODS = {"pyvrp": "PyVRP (HGS)", "ortools": "OR-Tools"}
 
 
-def add_reference_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--reference", choices=("auto", "pyvrp", "ortools", "none"),
-                   default="auto",
-                   help="reference solver of the gaps: auto (PyVRP), pyvrp, ortools or "
-                        "none")
+@dataclass
+class RecipeCommand:
+    """A parsed command line of a recipe command (``train``, ``compare``): its
+    backbone's configuration and the command's own options."""
+
+    config: BackboneConfig
+    options: Any                      # the jsonargparse namespace (run options)
+    typed: dict[str, str]             # options typed on the command line
+    recipe: str | None                # the shipped recipe it started from, if any
+    extra: dict[str, Any] = field(default_factory=dict)   # a command's own parse results
+    default_recipe: bool = False      # the recipe was chosen for it (no --config)
+
+
+def parse_recipe_command(prog: str, description: str, argv: Sequence[str],
+                         add_options: Callable[[CommandParser], None],
+                         config_overrides: Callable[[dict[str, Any]], dict[str, Any]]
+                         | None = None) -> RecipeCommand:
+    """Parse ``argv`` (normalized) for the backbone it asks for.
+
+    ``add_options`` adds the command's own options; ``config_overrides`` may change the
+    recipe's values before the configuration is built (``compare``'s list of
+    encodings).
+
+    Raises:
+        ValueError: a value the configuration refuses, naming its option.
+    """
+    backbone, full = backbone_of(argv, DEFAULT_BACKBONE)
+    lightning = backbones.get(backbone)
+    cls = lightning.config_class
+    start: list[str] = []
+    recipe = full
+    if full is None:
+        recipe = default_recipe(backbone, argv, cls)
+        if recipe is not None:
+            start = ["--config", str(recipes.path(recipe))]
+    others = {b: backbones.get(b).config_class for b in backbones.available() if b != backbone}
+    parser = CommandParser(prog=prog, description=description,
+                           foreign=foreign_options(cls, others), backbone=backbone)
+    add_recipe(parser, cls, list(backbones.available()))
+    add_options(parser)
+    namespace = parser.parse_args([*start, *argv])
+    values = config_values(namespace, cls)
+    if config_overrides is not None:
+        values = config_overrides(values)
+    config = cls(**values)
+    given = typed(argv)
+    if config_overrides is None:        # one encoding (compare checks its list itself)
+        refuse_encoding_options(given, config.pe)
+        config.check_training()
+    return RecipeCommand(config, namespace, given, recipe,
+                         default_recipe=full is None and recipe is not None)
+
+
+def refuse_encoding_options(given: dict[str, str], names: str | Sequence[str]) -> None:
+    """``ValueError`` naming the first node-encoding option typed on the command line
+    that none of the encodings ``names`` takes (it would be ignored)."""
+    from pyg_routing import encodings
+
+    names = [names] if isinstance(names, str) else list(names)
+    for option in encodings.OPTIONS:
+        key = f"encoding.{option}"
+        if key in given and not set(encodings.takers(option)) & set(names):
+            raise ValueError(f"{given[key]} is an option of the "
+                             f"{' and '.join(encodings.takers(option))} encodings; --pe "
+                             f"{','.join(names)} has none of them")
+
+
+def announce(command: RecipeCommand) -> None:
+    """Say on stderr which shipped recipe a command line without ``--config`` started
+    from (after its options were checked, so that a refusal stays one line)."""
+    c = command.config
+    if command.default_recipe:
+        notice(f"recipe {command.recipe} (the shipped recipe of {c.backbone} {c.problem}-"
+               f"{c.num_customers}; --config chooses another)")
+
+
+def print_config(command: RecipeCommand, extra: dict[str, Any] | None = None) -> str:
+    """The resolved configuration as YAML (``--print_config``)."""
+    c = command.config
+    head = (f"pyg-routing {c.backbone} recipe, resolved"
+            + (f" from {command.recipe}" if command.recipe else "")
+            + "\nread it back with --config FILE")
+    return dump_yaml({"backbone": c.backbone, **c.to_dict(), **(extra or {})}, head)
+
+
+def add_train_options(p: CommandParser) -> None:
+    """``train``'s own options (where its output goes, resuming, the budget)."""
+    run = p.add_argument_group("Run: output, resuming and the budget of this run")
+    run.add_argument("--out", default="runs", help="folder for checkpoints and logs")
+    run.add_argument("--resume", default=None, help="a last.ckpt to resume from")
+    run.add_argument("--trust_checkpoint", action="store_true",
+                     help="UNSAFE: read --resume with full unpickling, which runs code from "
+                          "the file; only for files you made or trust")
+    run.add_argument("--max_minutes", type=float, default=None,
+                     help="stop training after this many minutes (validation included)")
+    add_output_options(run)
+
+
+def add_output_options(group: Any) -> None:
+    """``--json``, ``--no_progress``, ``--verbose``: what reaches the terminal."""
+    group.add_argument("--json", action="store_true",
+                       help="print a JSON object on stdout (notices go to stderr)")
+    group.add_argument("--no_progress", action="store_true", help="hide progress bars")
+    group.add_argument("--verbose", action="store_true",
+                       help="show Lightning's own notices and model summary")
+
+
+def parse_train(argv: Sequence[str]) -> RecipeCommand:
+    return parse_recipe_command(
+        "pyg-routing train", "Train an improvement policy with Lightning as a recipe says: "
+        "checkpoints and CSV logs go to --out.", argv, add_train_options)
+
+
+def run_train(command: RecipeCommand) -> dict[str, Any]:
+    o, c = command.options, command.config
+    if o.resume is None:
+        refuse_typed(command.typed, ("trust_checkpoint",),
+                     "applies to --resume only (how its checkpoint is read)", o)
+    if o.max_minutes is not None and not 0 < o.max_minutes < float("inf"):
+        raise ValueError(f"--max_minutes must be a finite number > 0, got {o.max_minutes}")
+    out = Path(o.out) / f"{c.backbone}_{c.problem}{c.num_customers}_{c.pe}"
+    return fit(c, out, max_minutes=o.max_minutes, resume=o.resume,
+               progress=not o.no_progress and not o.json, verbose=o.verbose,
+               trust=o.trust_checkpoint, on_start=lambda: announce(command))
 
 
 def reference_costs(problem: str, num_customers: int, count: int, seed: int,
@@ -65,35 +198,5 @@ def reference_costs(problem: str, num_customers: int, count: int, seed: int,
     return torch.stack([d.cost() for d in ref]).double()
 
 
-def add_train_parser(sub: Any) -> None:
-    p = sub.add_parser("train", help="train an improvement policy with Lightning",
-                       description="Train an improvement policy (DACT: n-step PPO) with any "
-                                   "encoding; checkpoints and CSV logs go to --out.")
-    add_backbone_option(p)
-    add_problem_options(p)
-    p.add_argument("--pe", choices=list(encodings.available()), default="ipexpe",
-                   help="positional encoding")
-    add_training_options(p)
-    p.add_argument("--max-minutes", type=positive, default=None, help="stop training after this")
-    p.add_argument("--out", default="runs", help="folder for checkpoints and logs")
-    p.add_argument("--resume", default=None, help="checkpoint to resume from")
-    add_trust_option(p)
-    p.add_argument("--json", action="store_true", help="print a JSON object")
-
-
-def run_train(args: argparse.Namespace) -> dict[str, Any]:
-    if args.resume is None:
-        refuse_given(args, ("trust_checkpoint",), "applies to --resume only (how its "
-                                                  "checkpoint is read)")
-    refuse_encoding_options(args, [encodings.info(args.pe).name])
-    out = Path(args.out) / f"{args.backbone}_{args.problem}{args.num_customers}_{args.pe}"
-    return fit(args, args.pe, out, max_minutes=args.max_minutes, resume=args.resume)
-
-
-def problem_defaults(args: argparse.Namespace, problem: str | None = None,
-                     num_customers: int | None = None) -> argparse.Namespace:
-    """A copy of ``args`` whose unset ``--problem`` / ``--num-customers`` are the given
-    ones (a checkpoint's), else cvrp-20; ``args`` itself is left as the user gave it."""
-    return argparse.Namespace(**{
-        **vars(args), "problem": args.problem or problem or DEFAULT_PROBLEM,
-        "num_customers": args.num_customers or num_customers or DEFAULT_CUSTOMERS})
+parse = parse_train
+run = run_train

@@ -18,19 +18,37 @@ SYMMETRIES = (
 )
 
 
-def check_augment(num: int) -> None:
-    """Refuse an augmentation count outside ``1 .. 8``, naming it."""
-    if isinstance(num, bool) or not isinstance(num, int) or not 1 <= num <= len(SYMMETRIES):
-        raise ValueError(f"augment must be an integer in 1..{len(SYMMETRIES)}, got {num!r}")
+def check_augment(num: int, distinct: bool = True) -> None:
+    """Refuse an augmentation count outside ``1 .. 8`` (``distinct`` symmetries; drawn at
+    random, any count ``>= 1``), naming it."""
+    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+        raise ValueError(f"augment must be an integer >= 1, got {num!r}")
+    if distinct and num > len(SYMMETRIES):
+        raise ValueError(f"augment must be an integer in 1..{len(SYMMETRIES)} (the distinct "
+                         f"symmetries of the square), got {num!r}")
 
 
-def augment_positions(pos: Tensor, num: int = 8) -> Tensor:
-    """The first ``num`` symmetries of ``pos [B, M, 2]`` about node 0 (the depot),
+def random_symmetries(num: int, generator: torch.Generator | None = None) -> list[int]:
+    """``num`` symmetries drawn uniformly with repeats (N2S's random augmentations: a
+    random rotation and random flips per copy, which are the 8 symmetries)."""
+    check_augment(num, distinct=False)
+    return torch.randint(len(SYMMETRIES), (num,), generator=generator).tolist()
+
+
+def augment_positions(pos: Tensor, num: int = 8, which: list[int] | None = None) -> Tensor:
+    """The first ``num`` symmetries of ``pos [B, M, 2]`` about node 0 (the depot), or
+    the symmetries ``which`` (``num`` indices into :data:`SYMMETRIES`, repeats allowed),
     stacked copy-major: ``[num * B, M, 2]`` (row ``c * B + b`` = copy ``c`` of ``b``)."""
-    check_augment(num)
+    if which is None:
+        check_augment(num)
+        which = list(range(num))
+    elif len(which) != num or not all(0 <= int(w) < len(SYMMETRIES) for w in which):
+        raise ValueError(f"which must be {num} symmetry indices in 0..{len(SYMMETRIES) - 1}, "
+                         f"got {which!r}")
     depot = pos[:, :1]
     d = pos - depot
-    mats = torch.tensor(SYMMETRIES[:num], dtype=pos.dtype, device=pos.device).view(num, 1, 1, 2, 2)
+    mats = torch.tensor([SYMMETRIES[int(w)] for w in which], dtype=pos.dtype,
+                        device=pos.device).view(num, 1, 1, 2, 2)
     # Products by 0 and ±1 summed elementwise, not a matmul: exact, also under
     # torch.autocast (which would round a matmul's coordinates to 16 bits).
     out = (mats * d.unsqueeze(-2).unsqueeze(0)).sum(-1) + depot.unsqueeze(0)

@@ -260,18 +260,20 @@ class ImprovementEnv(RoutingEnv):
                 mask.flatten(1)[stuck, 0] = True
             return self.observe(state, mask, dtype)
 
-    def augment(self, state: S, num: int, copies: bool = False) -> S:
+    def augment(self, state: S, num: int, copies: bool = False,
+                which: list[int] | None = None) -> S:
         """``num`` copies of ``state`` (copy-major, ``[num * B, ...]``) under the
-        symmetries of :func:`~pyg_routing.envs.augment.augment_positions`, with the
-        same solutions, costed in the new coordinates. ``copies``: ``state`` already
-        holds ``num`` copy-major copies of ``B`` instances (each with its own
-        solutions); only their coordinates are transformed."""
+        symmetries of :func:`~pyg_routing.envs.augment.augment_positions` (the first
+        ``num``, or the indices ``which``), with the same solutions, costed in the new
+        coordinates. ``copies``: ``state`` already holds ``num`` copy-major copies of
+        ``B`` instances (each with its own solutions); only their coordinates are
+        transformed."""
         if copies:
             rep = dict(state.tensors())
-            rep["pos"] = augment_positions(state.pos[:len(state) // num], num)
+            rep["pos"] = augment_positions(state.pos[:len(state) // num], num, which)
         else:
             rep = {k: v.repeat(num, *[1] * (v.dim() - 1)) for k, v in state.tensors().items()}
-            rep["pos"] = augment_positions(state.pos, num)
+            rep["pos"] = augment_positions(state.pos, num, which)
         copies = replace(state, **rep)
         return replace(copies, cost=self.solution_cost(copies, copies.pos, best=False),
                        best_cost=self.solution_cost(copies, copies.pos, best=True))

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.envs.augment import check_augment
+from pyg_routing.envs.augment import check_augment, random_symmetries
 from pyg_routing.envs.base import BatchedState, ImprovementEnv
 from pyg_routing.search.acceptance import Acceptance, AlwaysAccept
 from pyg_routing.search.result import SearchResult
@@ -32,7 +32,7 @@ from pyg_routing.search.stop import StoppingCriterion, budget, check_stop
 
 
 def _check_search(instances: RoutingInstances, env: ImprovementEnv,
-                  policy: nn.Module | None, augment: int) -> None:
+                  policy: nn.Module | None, augment: int, distinct: bool = True) -> None:
     """Refuse what the search cannot run, naming the argument."""
     if not isinstance(instances, RoutingInstances):
         raise TypeError(f"a step search takes RoutingInstances (a generator's sample), got "
@@ -43,7 +43,7 @@ def _check_search(instances: RoutingInstances, env: ImprovementEnv,
     if trained is not None and trained != instances.problem.value:
         raise ValueError(f"the policy was built for {trained!r}, but the instances are "
                          f"{instances.problem.value!r}")
-    check_augment(augment)
+    check_augment(augment, distinct)
 
 
 @dataclass
@@ -60,6 +60,10 @@ class StepSearch:
         independent_starts: with ``augment > 1``, every copy starts from its own
             initial solutions (``init`` drawn once per copy; N2S's diversity) instead
             of the same ones; ``initial_cost`` is then the first copy's.
+        symmetries: ``"distinct"``: the copies are the first ``augment`` of the 8
+            symmetries; ``"random"``: each copy a symmetry drawn at random, repeats
+            allowed, any ``augment`` (N2S's random augmentations; with independent
+            starts and sampling, repeated symmetries still search differently).
     """
 
     env: ImprovementEnv | None = None
@@ -68,9 +72,14 @@ class StepSearch:
     greedy: bool = False
     acceptance: Acceptance | None = None
     independent_starts: bool = False
+    symmetries: str = "distinct"
 
     def __post_init__(self) -> None:
-        check_augment(self.augment)         # refused when built, before any search
+        if self.symmetries not in ("distinct", "random"):
+            raise ValueError(f"symmetries must be 'distinct' or 'random', got "
+                             f"{self.symmetries!r}")
+        # refused when built, before any search
+        check_augment(self.augment, distinct=self.symmetries == "distinct")
 
     def run(self, instances: RoutingInstances, policy: nn.Module | None,
             stop: StoppingCriterion, seed: int | None = None, *,
@@ -94,23 +103,25 @@ class StepSearch:
 
             env = TwoOptEnv()
         check_stop(stop)
-        _check_search(instances, env, policy, self.augment)
+        _check_search(instances, env, policy, self.augment, self.symmetries == "distinct")
         if generator is None and seed is not None:
             generator = torch.Generator().manual_seed(seed)
         init = self.init or env.inits[0]
         augment = self.augment
         acceptance = AlwaysAccept() if self.acceptance is None else self.acceptance
         always = isinstance(acceptance, AlwaysAccept)
+        which = (random_symmetries(augment, generator)
+                 if self.symmetries == "random" and augment != 1 else None)
         if augment != 1 and self.independent_starts:
             b = len(instances)
             starts = env.reset(
                 instances[torch.arange(b, device=instances.device).repeat(augment)],
                 init=init, generator=generator)
             base = starts[:b]
-            state = env.augment(starts, augment, copies=True)
+            state = env.augment(starts, augment, copies=True, which=which)
         else:
             base = env.reset(instances, init=init, generator=generator)
-            state = env.augment(base, augment) if augment != 1 else base
+            state = env.augment(base, augment, which=which) if augment != 1 else base
         sample_gen = generator
         if generator is not None and policy is not None and generator.device != state.device:
             # init draws on the CPU generator; the policy samples on the state's device

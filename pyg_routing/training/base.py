@@ -22,7 +22,7 @@ configuration, environment, policy, search and non-learned baselines (DACT:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import lightning as L
@@ -33,7 +33,7 @@ from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.envs import ImprovementEnv
 from pyg_routing.models import ImprovementPolicy
 from pyg_routing.search import MaxIterations, Search, StepSearch
-from pyg_routing.training.config import TrainConfig
+from pyg_routing.training.config import BackboneConfig
 
 _MOD = 2**62
 
@@ -46,14 +46,12 @@ class ImprovementLightning(L.LightningModule):
     (all of them are saved as hyper-parameters, with ``backbone``).
     """
 
-    config_class: ClassVar[type[TrainConfig]] = TrainConfig
+    config_class: ClassVar[type[BackboneConfig]] = BackboneConfig
     #: the non-learned baselines of the backbone's search, by name: the table's label
     #: and a factory of what fills the search's policy slot (from the removal size,
     #: where the baseline has one); ``None`` is uniformly random moves
     baselines: ClassVar[dict[str, tuple[str, Callable[[int], Any]]]] = {
         "random": ("Random moves", lambda remove: None)}
-    #: the options of the test search (``evaluate``) this backbone takes
-    search_options: ClassVar[tuple[str, ...]] = ("init", "starts", "compile")
     #: whether the test search gives every instance its own budget (NDS's time limit
     #: per instance) instead of searching a batch of instances together
     budget_per_instance: ClassVar[bool] = False
@@ -64,7 +62,7 @@ class ImprovementLightning(L.LightningModule):
         if backbone != self.config_class.backbone:
             raise ValueError(f"{type(self).__name__} trains the "
                              f"{self.config_class.backbone!r} backbone, not {backbone!r}")
-        self.config = self.config_class(**options)
+        self.config = self.config_class.create(**options)
         self.save_hyperparameters({**self.config.to_dict(),
                                    "backbone": self.config_class.backbone})
         self.env = self.make_env(self.config)
@@ -72,7 +70,7 @@ class ImprovementLightning(L.LightningModule):
 
     # ------------------------------------------------------------------ backbone
     @classmethod
-    def make_env(cls, config: TrainConfig | None = None) -> ImprovementEnv:
+    def make_env(cls, config: BackboneConfig | None = None) -> ImprovementEnv:
         """The backbone's environment for ``config`` (``None``: its defaults, e.g. to list
         its problems)."""
         raise NotImplementedError
@@ -82,24 +80,20 @@ class ImprovementLightning(L.LightningModule):
         raise NotImplementedError
 
     @classmethod
-    def test_search(cls, config: TrainConfig, augment: int, options: dict[str, Any]
-                    ) -> Search:
-        """The search of ``evaluate`` and ``compare`` (default: the step search over
-        :meth:`make_env` from ``options["init"]`` (default: the environment's first
-        rule) with ``augment`` copies, each from its own start when ``options["starts"]``
-        (default: the configuration's) is ``"independent"``)."""
-        env = cls.make_env(config)
-        starts = options.get("starts")
-        independent = config.independent_starts if starts is None else starts == "independent"
-        return StepSearch(env, init=options.get("init") or env.inits[0], augment=augment,
-                          independent_starts=independent)
+    def test_search(cls, config: BackboneConfig) -> Search:
+        """The search of ``evaluate`` and ``compare`` as ``config.test`` says (default:
+        the step search over :meth:`make_env` from ``test.init`` (null: the
+        environment's first rule) with ``test.augment`` copies, each from its own start
+        when ``test.starts`` is ``"independent"``)."""
+        env, t = cls.make_env(config), config.test
+        return StepSearch(env, init=t.init or env.inits[0], augment=t.augment,
+                          independent_starts=t.starts == "independent",
+                          symmetries=getattr(t, "symmetries", "distinct"))
 
     @classmethod
-    def check_policy_search(cls, search: Search, flags: Mapping[str, str] | None = None
-                            ) -> None:
+    def check_policy_search(cls, search: Search) -> None:
         """Refuse, before any training or search, a test search that a trained policy of
-        this backbone cannot run (default: every search it builds can). ``flags`` maps a
-        search setting to the command-line option that set it, to name in the error."""
+        this backbone cannot run (default: every search it builds can)."""
 
     @classmethod
     def search_settings(cls, search: Search) -> dict[str, Any]:
@@ -110,8 +104,8 @@ class ImprovementLightning(L.LightningModule):
     def validation_search(self) -> Search:
         """The search of validation (default: the step search over :attr:`env`,
         greedy unless the backbone samples, from the configuration's ``init``)."""
-        return StepSearch(self.env, init=self.config.init,
-                          greedy=self.config.greedy_validation)
+        return StepSearch(self.env, init=self.config.train.init,
+                          greedy=not self.config.validate.sample)
 
     # ------------------------------------------------------------------ seeds
     def batch_seed(self, batch_idx: int, epoch: int | None = None) -> int:
@@ -146,9 +140,20 @@ class ImprovementLightning(L.LightningModule):
         ``path``) differs from this model's backbone and architecture; the training
         command calls it before anything is written."""
         stored = checkpoint.get("hyper_parameters") or {}
-        keys = ("backbone", *self.config.ARCHITECTURE)
-        diff = [f"{k}={stored[k]!r} (this run: {self.hparams[k]!r})"
-                for k in keys if k in stored and stored[k] != self.hparams[k]]
+        if stored.get("backbone", self.config.backbone) != self.config.backbone:
+            raise ValueError(f"cannot resume {path or 'the checkpoint'}: it was trained with "
+                             f"backbone={stored['backbone']!r} (this run: "
+                             f"{self.config.backbone!r})")
+        try:
+            theirs = self.config_class.create(
+                **{k: v for k, v in stored.items() if k != "backbone"}).architecture()
+        except ValueError as err:
+            raise ValueError(f"cannot resume {path or 'the checkpoint'}: its "
+                             f"hyper-parameters are not a {self.config.backbone} "
+                             f"configuration ({err})") from None
+        ours = self.config.architecture()
+        diff = [f"{k}={theirs[k]!r} (this run: {ours[k]!r})" for k in ours
+                if theirs[k] != ours[k]]
         if diff:
             raise ValueError(f"cannot resume {path or 'the checkpoint'}: it was trained with "
                              + ", ".join(diff) + "; pass the same options to resume it")
@@ -168,7 +173,7 @@ class ImprovementLightning(L.LightningModule):
         """Search for ``val_steps`` iterations (:meth:`validation_search`, seeded by
         ``seed + batch_idx``); logs ``val/cost`` (mean best cost) and ``val/init_cost``."""
         res = self.validation_search().run(batch, self.policy,
-                                           MaxIterations(self.config.val_steps),
+                                           MaxIterations(self.config.validate.steps),
                                            seed=self.config.seed + batch_idx)
         # the mean in the search's own dtype, logged as float32 on this device
         cost = res.cost.mean().float().to(self.device)

@@ -16,13 +16,14 @@ over all parameters at once (DACT: per group).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs import TwoOptEnv
 from pyg_routing.models import DACTPolicy
-from pyg_routing.training.config import option
-from pyg_routing.training.ppo import PPOConfig, PPOLightning
+from pyg_routing.training.config import BackboneConfig
+from pyg_routing.training.ppo import PPOLightning, PPOTrain, StepTest, StepValidate
+from pyg_routing.training.sections import Encoder, ModelOptions, bound
 
 
 def default_init(problem: str | Problem) -> str:
@@ -32,45 +33,80 @@ def default_init(problem: str | Problem) -> str:
 
 
 @dataclass
-class DACTConfig(PPOConfig):
-    """DACT's model and PPO hyper-parameters (the defaults of :class:`PPOConfig`)."""
+class DACTModel(ModelOptions):
+    """Model: DACT's policy network"""
+
+    encoder: Encoder = "gps"
+    """the encoder: gps (the GraphGPS-style encoder with DACT's pair decoder)"""
+    dim: int = bound(64, low=1)
+    """model width"""
+    heads: int = bound(4, low=1)
+    """attention heads (must divide --model.dim)"""
+    layers: int = bound(3, low=1)
+    """encoder layers"""
+    compiled: bool = False
+    """score move pairs with torch.compile where no gradient flows (validation, warm-up,
+    the saved policy's search; needs a C++ compiler on CPU)"""
+    depot_rate: float | None = bound(None, positive=True)
+    """CVRP/VRPTW depot copies as DACT's --dummy_rate: ceil(N (1 + rate)) - N for N
+    customers (null: enough for the initial routes and the capacity bound + 2)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.encoder != "gps":
+            raise ValueError(f"--model.encoder {self.encoder}: DACT has the gps encoder "
+                             f"only")
+
+
+@dataclass
+class DACTTrain(PPOTrain):
+    """Training: n-step PPO with DACT's hyper-parameters"""
+
+    batch_size: int = bound(512, low=1)
+    """instances per training batch"""
+
+
+@dataclass
+class DACTConfig(BackboneConfig):
+    """DACT: 2-opt moves scored by a pair decoder, trained by n-step PPO"""
 
     backbone = "dact"
 
-    depot_rate: float | None = option(
-        None, "depot copies of CVRP/VRPTW as DACT's --dummy_rate: ceil(N (1 + rate)) - N for "
-              "N customers (DACT: 0.5 at 20, 0.4 at 50, 0.2 at 100; default: enough for the "
-              "initial routes and the capacity bound + 2)", positive=True)
+    pe: str = "ipexpe"
+    """positional encoding: none, ape, sin, rope, rpe, alibi, lap, rwse, spd, dact_cpe,
+    cycleformer, ipe, xpe or ipexpe"""
+    model: DACTModel = field(default_factory=DACTModel)
+    train: DACTTrain = field(default_factory=DACTTrain)
+    validate: StepValidate = field(default_factory=StepValidate)
+    test: StepTest = field(default_factory=StepTest)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         TwoOptEnv().check_problem(Problem.parse(self.problem))
-        if self.depot_rate is not None and Problem.parse(self.problem).single_route:
-            raise ValueError(f"--depot-rate sets the depot copies of CVRP/VRPTW; "
+        if self.model.depot_rate is not None and Problem.parse(self.problem).single_route:
+            raise ValueError(f"--model.depot_rate sets the depot copies of CVRP/VRPTW; "
                              f"{self.problem} has one route")
-        self.init = self.init or default_init(self.problem)
-        if self.init not in TwoOptEnv.inits:
-            raise ValueError(f"unknown init {self.init!r}; choose from {TwoOptEnv.inits}")
+        self.train.init = self.train.init or default_init(self.problem)
+        for flag, init in (("--train.init", self.train.init), ("--test.init", self.test.init)):
+            if init is not None and init not in TwoOptEnv.inits:
+                raise ValueError(f"{flag}: unknown init {init!r}; choose from "
+                                 f"{', '.join(TwoOptEnv.inits)}")
 
 
 class DACTLightning(PPOLightning):
     """DACT policy + n-step PPO. Keyword arguments: the fields of :class:`DACTConfig`
-    (``problem, num_customers, pe, dim, heads, num_layers, pe_dim, num_bands,
-    batch_size, t_train, n_step, ppo_epochs, clip, gamma, lr_actor, lr_critic,
-    lr_decay, max_grad_norm, value_coef, warm_up, init, val_steps, seed, pe_init,
-    compiled, ipe_frequencies, ipe_amplitude, ipe_direction, ipe_phase, xpe_aggregation,
-    local_mp``)."""
+    (its sections as mappings, or flat option names: see
+    :meth:`~pyg_routing.training.config.BackboneConfig.create`)."""
 
     config_class = DACTConfig
 
     @classmethod
     def make_env(cls, config: DACTConfig | None = None) -> TwoOptEnv:
-        return TwoOptEnv(depot_rate=None if config is None else config.depot_rate)
+        return TwoOptEnv(depot_rate=None if config is None else config.model.depot_rate)
 
     def build_policy(self) -> DACTPolicy:
         c = self.config
-        return DACTPolicy.build(c.problem, pe=c.pe, dim=c.dim, heads=c.heads,
-                                num_layers=c.num_layers, pe_dim=c.pe_dim,
-                                num_bands=c.num_bands, pe_init=c.pe_init,
-                                compiled=c.compiled, local_mp=c.local_mp,
-                                **c.encoding_options())
+        m = c.model
+        return DACTPolicy.build(c.problem, pe=c.encoding_spec, dim=m.dim, heads=m.heads,
+                                num_layers=m.layers, pe_init=m.pe_init,
+                                compiled=m.compiled, local_mp=m.local_mp)

@@ -20,76 +20,99 @@ symmetries, repeats possible).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs import PairReinsertionEnv
 from pyg_routing.models import N2SPolicy
-from pyg_routing.training.config import (
-    TrainConfig,
-    encoder_option,
-    option,
-    refuse_gps_options,
-)
-from pyg_routing.training.ppo import PPOConfig, PPOLightning
-
-#: N2S's README settings per size: customers -> (warm_up, max_grad_norm)
-SIZE_SETTINGS = {20: (2.0, 0.05), 50: (1.5, 0.15), 100: (1.0, 0.3)}
-
-
-def size_settings(num_customers: int) -> tuple[float, float]:
-    """``(warm_up, max_grad_norm)`` of N2S for ``num_customers`` (the next larger
-    published size; above 100, 100's)."""
-    for size in sorted(SIZE_SETTINGS):
-        if num_customers <= size:
-            return SIZE_SETTINGS[size]
-    return SIZE_SETTINGS[max(SIZE_SETTINGS)]
+from pyg_routing.search import StepSearch
+from pyg_routing.training.config import BackboneConfig
+from pyg_routing.training.ppo import PPOLightning, PPOTrain, StepTest, StepValidate
+from pyg_routing.training.sections import Encoder, EncodingOptions, ModelOptions, bound
 
 
 @dataclass
-class N2SConfig(PPOConfig):
-    """N2S's model and PPO hyper-parameters (see the module docstring)."""
+class N2SModel(ModelOptions):
+    """Model: N2S's policy network"""
+
+    encoder: Encoder = "native"
+    """the encoder: native (Synthesis Attention, as in the original) or gps (the
+    GraphGPS-style encoder of DACT, same width; the decoders are unchanged)"""
+    dim: int = bound(128, low=1)
+    """model width"""
+    heads: int = bound(4, low=1)
+    """attention heads (must divide --model.dim)"""
+    layers: int = bound(3, low=1)
+    """encoder layers"""
+
+
+@dataclass
+class N2STrain(PPOTrain):
+    """Training: n-step PPO with N2S's hyper-parameters"""
+
+    batch_size: int = bound(600, low=1)
+    """instances per training batch"""
+    t_train: int = bound(250, low=1)
+    """environment steps per training batch (T_train)"""
+    n_step: int = bound(5, low=1)
+    """PPO n-step length (divides --train.t_train)"""
+    lr_actor: float = bound(8e-5, positive=True)
+    """Adam learning rate of encoder + decoder"""
+    lr_critic: float = bound(2e-5, positive=True)
+    """Adam learning rate of the critic"""
+    max_grad_norm: float | None = bound(0.05, positive=True)
+    """gradient-norm clip (null: no clipping)"""
+
+
+@dataclass
+class N2SValidate(StepValidate):
+    """Validation: the step search on a fixed set after every epoch"""
+
+    sample: bool = True
+    """sample the policy's moves (N2S always samples)"""
+    window: int | None = bound(None, low=1)
+    """removal-history window of validation (null: as in training, 2P = the customers;
+    PDP-N2S validates with P, agent/ppo.py rollout)"""
+
+
+@dataclass
+class N2STest(StepTest):
+    """Test protocol: the step search of evaluate, compare and reproduce"""
+
+    starts: Literal["shared", "independent"] | None = "independent"
+    """augmented copies start from the same solutions or each from its own (N2S: its
+    own)"""
+    window: int | None = bound(None, low=1)
+    """removal-history window of the test search (null: as in training, 2P = the
+    customers; PDP-N2S's inference: P)"""
+
+
+@dataclass
+class N2SConfig(BackboneConfig):
+    """N2S: remove one pickup-delivery pair and reinsert it, trained by n-step PPO"""
 
     backbone = "n2s"
-    greedy_validation: ClassVar[bool] = False       # N2S always samples
-    independent_starts: ClassVar[bool] = True
-    ARCHITECTURE: ClassVar[tuple[str, ...]] = (*PPOConfig.ARCHITECTURE, "encoder")
 
-    problem: str = option("pdtsp", "routing problem", cli=False)
-    pe: str = option("dact_cpe", "positional encoding", cli=False)
-    dim: int = option(128, "model width", low=1)
-    pe_dim: int = option(128, "width of node encodings", low=1)
-    encoder: str = encoder_option("Synthesis Attention")
-    t_train: int = option(250, "environment steps per training batch", low=1)
-    n_step: int = option(5, "PPO n-step length (divides --t-train)", low=1)
-    lr_actor: float = option(8e-5, "Adam learning rate of encoder + decoder", positive=True)
-    lr_critic: float = option(2e-5, "Adam learning rate of the critic", positive=True)
-    batch_size: int = option(600, "instances per training batch", low=1)
-    max_grad_norm: float | None = option(
-        -1.0, "gradient-norm clip ('none': no clipping; n2s: by size, 0.05/0.15/0.3 for "
-              "20/50/100 customers)")
-    warm_up: float = option(-1.0, "curriculum: floor(epoch / warm-up) policy steps before "
-                                  "each rollout (0: none; n2s: by size, 2/1.5/1)")
+    problem: str = "pdtsp"
+    """routing problem"""
+    pe: str = "dact_cpe"
+    """positional encoding: none, ape, sin, rope, rpe, alibi, lap, rwse, spd, dact_cpe,
+    cycleformer, ipe, xpe or ipexpe"""
+    encoding: EncodingOptions = field(default_factory=lambda: EncodingOptions(dim=128))
+    model: N2SModel = field(default_factory=N2SModel)
+    train: N2STrain = field(default_factory=N2STrain)
+    validate: N2SValidate = field(default_factory=N2SValidate)
+    test: N2STest = field(default_factory=N2STest)
 
     def __post_init__(self) -> None:
-        # -1: N2S's per-size value (a CLI option left out keeps the field default).
-        warm_up, max_grad_norm = size_settings(int(self.num_customers))
-        if self.warm_up == -1.0:
-            self.warm_up = warm_up
-        if self.max_grad_norm == -1.0:
-            self.max_grad_norm = max_grad_norm
-        self.init = self.init or "random"
         super().__post_init__()
         PairReinsertionEnv().check_problem(Problem.parse(self.problem))
-        if self.init not in PairReinsertionEnv.inits:
-            raise ValueError(f"unknown init {self.init!r}; choose from "
-                             f"{PairReinsertionEnv.inits}")
-        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
-            raise ValueError(f"--max-grad-norm must be > 0, got {self.max_grad_norm!r}")
-        if not self.warm_up >= 0:
-            raise ValueError(f"--warm-up must be >= 0, got {self.warm_up!r}")
-        refuse_gps_options(self, self.backbone)
+        self.train.init = self.train.init or "random"
+        for flag, init in (("--train.init", self.train.init), ("--test.init", self.test.init)):
+            if init is not None and init not in PairReinsertionEnv.inits:
+                raise ValueError(f"{flag}: unknown init {init!r}; choose from "
+                                 f"{', '.join(PairReinsertionEnv.inits)}")
 
 
 class N2SLightning(PPOLightning):
@@ -98,13 +121,23 @@ class N2SLightning(PPOLightning):
     config_class = N2SConfig
 
     @classmethod
-    def make_env(cls, config: TrainConfig | None = None) -> PairReinsertionEnv:
+    def make_env(cls, config: BackboneConfig | None = None) -> PairReinsertionEnv:
         return PairReinsertionEnv()
 
+    @classmethod
+    def test_search(cls, config: N2SConfig) -> StepSearch:
+        """The step search of :class:`ImprovementLightning` over an environment with the
+        test's removal-history window."""
+        search = super().test_search(config)
+        return replace(search, env=PairReinsertionEnv(config.test.window))
+
+    def validation_search(self) -> StepSearch:
+        """Sampled, with the validation's removal-history window."""
+        return replace(super().validation_search(),
+                       env=PairReinsertionEnv(self.config.validate.window))
+
     def build_policy(self) -> N2SPolicy:
-        c = self.config
-        gps = {"local_mp": c.local_mp, "pe_init": c.pe_init} if c.encoder == "gps" else {}
-        return N2SPolicy.build(c.problem, pe=c.pe, dim=c.dim, heads=c.heads,
-                               num_layers=c.num_layers, pe_dim=c.pe_dim,
-                               num_bands=c.num_bands, encoder=c.encoder, **gps,
-                               **c.encoding_options())
+        c, m = self.config, self.config.model
+        gps = {"local_mp": m.local_mp, "pe_init": m.pe_init} if m.encoder == "gps" else {}
+        return N2SPolicy.build(c.problem, pe=c.encoding_spec, dim=m.dim, heads=m.heads,
+                               num_layers=m.layers, encoder=m.encoder, **gps)

@@ -34,8 +34,7 @@ and gradient scaler apply to the policy (NDS: AMP + GradScaler).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -43,7 +42,6 @@ import torch
 from torch import Tensor
 
 from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.data.presets import PRESETS
 from pyg_routing.envs.deconstruction import (
     DeconstructionEnv,
     PolicyDestroy,
@@ -54,7 +52,16 @@ from pyg_routing.models import NDSPolicy
 from pyg_routing.models.nds.decoder import Z_DIM
 from pyg_routing.search import DestroyRepairSearch, TemperatureSchedule
 from pyg_routing.training.base import ImprovementLightning
-from pyg_routing.training.config import TrainConfig, encoder_option, option, refuse_gps_options
+from pyg_routing.training.config import BackboneConfig
+from pyg_routing.training.sections import (
+    DataOptions,
+    Encoder,
+    ModelOptions,
+    TestOptions,
+    TrainOptions,
+    ValidateOptions,
+    bound,
+)
 
 
 def winner_takes_all_loss(reward: Tensor, log_prob: Tensor) -> Tensor:
@@ -76,60 +83,121 @@ def winner_takes_all_loss(reward: Tensor, log_prob: Tensor) -> Tensor:
 
 
 @dataclass
-class NDSConfig(TrainConfig):
-    """NDS's model and training hyper-parameters (see the module docstring)."""
+class NDSModel(ModelOptions):
+    """Model: NDS's removal policy"""
 
-    backbone = "nds"
+    encoder: Encoder = "native"
+    """the encoder: native (NDS's Transformer with tour and neighbour layers) or gps
+    (the GraphGPS-style encoder of DACT, same width; the decoder is unchanged)"""
+    layers: int = bound(4, low=2)
+    """encoder layers (NDS: half before, half after its tour and message-passing
+    layers)"""
 
-    problem: str = option("cvrp", "routing problem", cli=False)
-    num_customers: int = option(100, "customers per instance", low=1, cli=False)
-    pe: str = option("none", "positional encoding", cli=False)
-    encoder: str = encoder_option("NDS's Transformer with tour and neighbour layers")
-    dim: int = option(128, "model width", low=1)
-    heads: int = option(8, "attention heads (must divide --dim)", low=1)
-    num_layers: int = option(4, "encoder layers", flag="--layers", low=2)
-    batch_size: int = option(64, "instances per training batch", low=1)
-    val_steps: int = option(50, "search iterations per validation instance", low=0)
-    preset: str = option("nds", "data family of training and validation instances (nds: "
-                                "NDS's own generators)", choices=tuple(PRESETS))
-    rollouts: int = option(128, "removal sets (K) sampled per solution and training "
-                                "iteration, each with its own latent z", low=1)
-    remove: int = option(15, "customers per removal set (k)", low=1)
-    recreate: int = option(5, "greedy repairs per removal set, the best kept", low=1)
-    warmup_steps: int = option(10, "improvement rounds (J) of the current policy "
-                                   "before a batch's training iterations", low=0)
-    iterations: int = option(100, "training iterations (I) per batch; their "
-                                  "gradients are summed into one optimizer step", low=1)
-    lr: float = option(1e-4, "Adam learning rate (constant)", positive=True)
-    weight_decay: float = option(1e-6, "Adam weight decay", low=0.0)
-    val_rollouts: int = option(100, "removal sets per slot and validation iteration",
-                               low=1)
-    val_augment: int = option(8, "solution slots (symmetries) per validation "
-                                 "instance", low=1)
 
-    ARCHITECTURE: ClassVar[tuple[str, ...]] = (
-        "problem", "pe", "encoder", "dim", "heads", "num_layers", "pe_dim", "num_bands",
-        "local_mp", "ipe_frequencies", "ipe_amplitude", "ipe_direction", "ipe_phase",
-        "xpe_aggregation")
+@dataclass
+class NDSTrain(TrainOptions):
+    """Training: NDS's winner-takes-all policy gradient inside its search"""
+
+    rollouts: int = bound(128, low=1, high=2**Z_DIM)
+    """removal sets (K) sampled per solution and training iteration, each with its own
+    latent z"""
+    remove: int = bound(15, low=1)
+    """customers per removal set (k)"""
+    recreate: int = bound(5, low=1)
+    """greedy repairs per removal set, the best kept"""
+    warmup_steps: int = bound(10, low=0)
+    """improvement rounds (J) of the current policy before a batch's training
+    iterations"""
+    iterations: int = bound(100, low=1)
+    """training iterations (I) per batch; their gradients are summed into one optimizer
+    step"""
+    lr: float = bound(1e-4, positive=True)
+    """Adam learning rate"""
+    weight_decay: float = bound(1e-6, low=0.0)
+    """Adam weight decay"""
+    lr_milestones: list[int] = bound(low=1, factory=list)
+    """epochs at which the learning rate is multiplied by --train.lr_gamma (MultiStepLR)"""
+    lr_gamma: float = bound(0.1, positive=True)
+    """the factor of every --train.lr_milestones epoch"""
+    lr_warmup_steps: int = bound(0, low=0)
+    """optimizer steps of a linear learning-rate warm-up (0: none)"""
+    lr_warmup_start: float = bound(0.01, positive=True, high=1.0)
+    """the warm-up's first factor (it rises linearly to 1)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        env = DeconstructionEnv(self.recreate)
-        env.check_problem(self.problem)
-        self.init = self.init or env.inits[0]
-        if self.init not in env.inits:
-            raise ValueError(f"unknown init {self.init!r}; the nds backbone starts from "
-                             f"{', '.join(env.inits)}")
-        if self.remove > self.num_customers:
-            raise ValueError(f"--remove {self.remove} exceeds the {self.num_customers} "
-                             f"customers per instance")
-        if max(self.rollouts, self.val_rollouts) > 1024:
-            raise ValueError("--rollouts and --val-rollouts must be <= 1024 (distinct "
-                             "10-bit latents z)")
-        refuse_gps_options(self, self.backbone)
+        for m in self.lr_milestones:
+            if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+                raise ValueError(f"--train.lr_milestones must be integers >= 1, got "
+                                 f"{self.lr_milestones!r}")
+        if list(self.lr_milestones) != sorted(set(self.lr_milestones)):
+            raise ValueError(f"--train.lr_milestones must increase, got "
+                             f"{self.lr_milestones!r}")
 
-    def data_options(self) -> dict[str, Any]:
-        return {**super().data_options(), "preset": self.preset}
+    def lr_factor(self, step: int, epoch: int) -> float:
+        """The learning rate's factor at optimizer step ``step`` (0-based) of epoch
+        ``epoch``: the linear warm-up from ``lr_warmup_start`` to 1 over
+        ``lr_warmup_steps`` steps, times ``lr_gamma`` per milestone reached (the paper's
+        MultiStepLR with linear warm-up, App. tab:hyperparams)."""
+        warm = 1.0
+        if step < self.lr_warmup_steps:
+            warm = self.lr_warmup_start + (1.0 - self.lr_warmup_start) * step \
+                / self.lr_warmup_steps
+        return warm * self.lr_gamma ** sum(epoch >= m for m in self.lr_milestones)
+
+
+@dataclass
+class NDSValidate(ValidateOptions):
+    """Validation: NDS's search at T = 0 on a fixed set after every epoch"""
+
+    steps: int = bound(50, low=0)
+    """search iterations per validation instance"""
+    rollouts: int = bound(100, low=1, high=2**Z_DIM)
+    """removal sets per slot and validation iteration"""
+    augment: int = bound(8, low=1)
+    """solution slots (symmetries) per validation instance"""
+
+
+@dataclass
+class NDSTest(TestOptions):
+    """Test protocol: NDS's augmented simulated annealing"""
+
+    rollouts: int = bound(200, low=1)
+    """removal sets per slot and iteration"""
+    recreate: int | None = bound(None, low=1)
+    """repairs per removal set (null: as trained)"""
+    remove: int | None = bound(None, low=1)
+    """customers per removal set (null: as trained; the non-learned destroys: 15)"""
+    exact: bool = False
+    """nds presets: NDS's own test instances (its random streams; with seed 1234 and
+    NDS's instance count this rebuilds its test file)"""
+
+
+@dataclass
+class NDSConfig(BackboneConfig):
+    """NDS: a learned policy removes customers, exact greedy repair, simulated
+    annealing"""
+
+    backbone = "nds"
+
+    num_customers: int = bound(100, low=1)
+    """customers per instance"""
+    data: DataOptions = field(default_factory=lambda: DataOptions(preset="nds"))
+    model: NDSModel = field(default_factory=NDSModel)
+    train: NDSTrain = field(default_factory=NDSTrain)
+    validate: NDSValidate = field(default_factory=NDSValidate)
+    test: NDSTest = field(default_factory=NDSTest)
+
+    ARCHITECTURE: ClassVar[tuple[str, ...]] = (*BackboneConfig.ARCHITECTURE,)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        DeconstructionEnv(self.train.recreate).check_problem(self.problem)
+
+    def check_training(self) -> None:
+        if self.train.remove > self.num_customers:
+            raise ValueError(f"--train.remove {self.train.remove} exceeds the "
+                             f"{self.num_customers} customers per instance")
 
 
 class NDSLightning(ImprovementLightning):
@@ -139,7 +207,6 @@ class NDSLightning(ImprovementLightning):
     config_class = NDSConfig
     baselines = {"random": ("Random destroy", lambda remove: RandomDestroy(k=remove)),
                  "sisr": ("SISR destroy", lambda remove: SISRDestroy(c_bar=remove))}
-    search_options = ("rollouts", "recreate", "remove", "threads")
     budget_per_instance = True
 
     def __init__(self, **options: Any) -> None:
@@ -149,25 +216,24 @@ class NDSLightning(ImprovementLightning):
         self.automatic_optimization = False
 
     @classmethod
-    def make_env(cls, config: TrainConfig | None = None) -> DeconstructionEnv:
+    def make_env(cls, config: BackboneConfig | None = None) -> DeconstructionEnv:
         return DeconstructionEnv()
 
     def build_policy(self) -> NDSPolicy:
-        c = self.config
-        self.env = DeconstructionEnv(c.recreate)
-        first = c.num_layers // 2
-        gps = {"local_mp": c.local_mp, "pe_init": c.pe_init} if c.encoder == "gps" else {}
-        return NDSPolicy.build(c.problem, pe=c.pe, dim=c.dim, heads=c.heads, pe_dim=c.pe_dim,
-                               num_bands=c.num_bands, encoder_layer_num=first,
-                               encoder_layer_num_2=c.num_layers - first, encoder=c.encoder,
-                               **gps, **c.encoding_options())
+        c, m = self.config, self.config.model
+        self.env = DeconstructionEnv(c.train.recreate)
+        first = m.layers // 2
+        gps = {"local_mp": m.local_mp, "pe_init": m.pe_init} if m.encoder == "gps" else {}
+        return NDSPolicy.build(c.problem, pe=c.encoding_spec, dim=m.dim, heads=m.heads,
+                               encoder_layer_num=first, encoder_layer_num_2=m.layers - first,
+                               encoder=m.encoder, **gps)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.policy.parameters(), lr=self.config.lr,
-                                weight_decay=self.config.weight_decay)
+        return torch.optim.Adam(self.policy.parameters(), lr=self.config.train.lr,
+                                weight_decay=self.config.train.weight_decay)
 
     def training_step(self, batch: RoutingInstances, batch_idx: int) -> Tensor:
-        c = self.config
+        c = self.config.train
         seed = self.batch_seed(batch_idx)
         rng = np.random.default_rng(seed)
         opt = self.optimizers()
@@ -188,6 +254,11 @@ class NDSLightning(ImprovementLightning):
                 self.manual_backward(loss)
                 losses.append(loss.detach())
                 rewards.append(float(res.reward.max(axis=1).mean()))
+            # the schedule is a function of (step, epoch): set before every step, so a
+            # resumed run continues it exactly
+            factor = c.lr_factor(self.global_step, self.current_epoch)
+            for group in opt.param_groups:
+                group["lr"] = c.lr * factor
             opt.step()
             opt.zero_grad()
         n = len(batch)
@@ -196,27 +267,24 @@ class NDSLightning(ImprovementLightning):
         self.log("train/start_cost", float(work.start_cost.mean()), batch_size=n)
         self.log("train/warm_cost", float(warm_cost), batch_size=n)
         self.log("train/cost", float(work.state.cost.mean()), prog_bar=True, batch_size=n)
+        self.log("train/lr", c.lr * factor, batch_size=n)
         return torch.stack(losses).sum()
 
     @classmethod
-    def test_search(cls, config: NDSConfig, augment: int, options: dict[str, Any]
-                    ) -> DestroyRepairSearch:
-        """NDS's augmented simulated annealing (``options``: ``rollouts``, ``recreate``,
-        ``remove``; defaults NDS's test settings, 200 x 5 and the configuration's
-        removal size)."""
-        return DestroyRepairSearch(augment=augment, rollouts=options.get("rollouts") or 200,
-                                   recreate_n=options.get("recreate") or config.recreate,
-                                   remove=options.get("remove") or config.remove)
+    def test_search(cls, config: NDSConfig) -> DestroyRepairSearch:
+        """NDS's augmented simulated annealing as ``config.test`` says (the removal size
+        and repairs as trained where it says null)."""
+        t = config.test
+        return DestroyRepairSearch(augment=t.augment, rollouts=t.rollouts,
+                                   recreate_n=t.recreate or config.train.recreate,
+                                   remove=t.remove or config.train.remove)
 
     @classmethod
-    def check_policy_search(cls, search: DestroyRepairSearch,
-                            flags: Mapping[str, str] | None = None) -> None:
+    def check_policy_search(cls, search: DestroyRepairSearch) -> None:
         """A trained policy samples each slot's sets from distinct latents: at most
         ``2 ** Z_DIM`` (1024) per iteration (the non-learned destroys take more)."""
         if search.rollouts > 2 ** Z_DIM:
-            flag = (flags or {}).get("rollouts")
-            option = f"{flag} {search.rollouts}: " if flag else ""
-            raise ValueError(f"{option}rollouts={search.rollouts}: a trained NDS policy "
+            raise ValueError(f"--test.rollouts {search.rollouts}: a trained NDS policy "
                              f"samples at most {2 ** Z_DIM} removal sets per slot and "
                              f"iteration (distinct {Z_DIM}-bit latents)")
 
@@ -229,6 +297,6 @@ class NDSLightning(ImprovementLightning):
         """NDS's validation search: ``T = 0`` over ``val_augment`` slots with
         ``val_rollouts`` sets per slot and iteration."""
         c = self.config
-        return DestroyRepairSearch(augment=c.val_augment, rollouts=c.val_rollouts,
-                                   recreate_n=c.recreate, schedule=TemperatureSchedule(0, 0),
-                                   remove=c.remove)
+        return DestroyRepairSearch(augment=c.validate.augment, rollouts=c.validate.rollouts,
+                                   recreate_n=c.train.recreate,
+                                   schedule=TemperatureSchedule(0, 0), remove=c.train.remove)

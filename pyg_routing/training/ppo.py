@@ -22,43 +22,85 @@ parameters, exponential learning-rate decay per epoch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.envs import Observation
+from pyg_routing.envs.augment import check_augment
 from pyg_routing.envs.base import BatchedState
 from pyg_routing.training.base import ImprovementLightning
-from pyg_routing.training.config import TrainConfig, option
+from pyg_routing.training.sections import TestOptions, TrainOptions, ValidateOptions, bound
 
 
 @dataclass
-class PPOConfig(TrainConfig):
-    """n-step PPO's hyper-parameters on top of :class:`TrainConfig`."""
+class PPOTrain(TrainOptions):
+    """Training: n-step PPO (DACT's and N2S's rule)"""
 
-    t_train: int = option(200, "environment steps per training batch", low=1)
-    n_step: int = option(4, "PPO n-step length (divides --t-train)", low=1)
-    ppo_epochs: int = option(3, "PPO updates per n-step chunk (K)", low=1)
-    clip: float = option(0.1, "PPO ratio clip epsilon (also the value clip)", positive=True)
-    gamma: float = option(0.999, "discount", low=0.0)
-    lr_actor: float = option(1e-4, "Adam learning rate of encoder + decoder", positive=True)
-    lr_critic: float = option(3e-5, "Adam learning rate of the critic", positive=True)
-    lr_decay: float = option(0.985, "learning-rate decay per epoch", positive=True)
-    max_grad_norm: float | None = option(0.2, "gradient-norm clip ('none': no clipping)",
-                                         positive=True)
-    value_coef: float = option(1.0, "weight of the value loss", low=0.0)
-    warm_up: float = option(2.0, "curriculum: floor(epoch / warm-up) policy steps before "
-                                 "each rollout (0: none)", low=0.0)
+    init: str | None = None
+    """initial solutions of training and validation (null: the backbone's)"""
+    t_train: int = bound(200, low=1)
+    """environment steps per training batch (T_train)"""
+    n_step: int = bound(4, low=1)
+    """PPO n-step length (divides --train.t_train)"""
+    ppo_epochs: int = bound(3, low=1)
+    """PPO updates per n-step chunk (K)"""
+    clip: float = bound(0.1, positive=True)
+    """PPO ratio clip epsilon (also the value clip)"""
+    gamma: float = bound(0.999, low=0.0, high=1.0)
+    """discount"""
+    lr_actor: float = bound(1e-4, positive=True)
+    """Adam learning rate of encoder + decoder"""
+    lr_critic: float = bound(3e-5, positive=True)
+    """Adam learning rate of the critic"""
+    lr_decay: float = bound(0.985, positive=True)
+    """learning-rate decay per epoch"""
+    max_grad_norm: float | None = bound(0.2, positive=True)
+    """gradient-norm clip (null: no clipping)"""
+    value_coef: float = bound(1.0, low=0.0)
+    """weight of the value loss"""
+    warm_up: float = bound(2.0, low=0.0)
+    """curriculum: floor(epoch / warm_up) policy steps before each rollout (0: none)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.gamma > 1:
-            raise ValueError(f"--gamma must be <= 1, got {self.gamma!r}")
         if self.t_train % self.n_step:
-            raise ValueError(f"--t-train {self.t_train} must be a multiple of --n-step "
-                             f"{self.n_step}")
+            raise ValueError(f"--train.t_train {self.t_train} must be a multiple of "
+                             f"--train.n_step {self.n_step}")
+
+
+@dataclass
+class StepValidate(ValidateOptions):
+    """Validation: the step search on a fixed set after every epoch"""
+
+    sample: bool = False
+    """sample the policy's moves (false: argmax)"""
+
+
+@dataclass
+class StepTest(TestOptions):
+    """Test protocol: the step search of evaluate, compare and reproduce"""
+
+    init: str | None = None
+    """starting solutions (null: the environment's first rule)"""
+    starts: Literal["shared", "independent"] | None = None
+    """augmented copies start from the same solutions or each from its own (null: the
+    backbone's)"""
+    compile: bool = False
+    """score move pairs with torch.compile where no gradient flows"""
+    symmetries: Literal["distinct", "random"] = "distinct"
+    """the copies' symmetries: distinct (the first --test.augment of the 8, at most 8) or
+    random (each drawn at random, repeats allowed, any count: N2S's augmentations)"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        try:
+            check_augment(self.augment, distinct=self.symmetries == "distinct")
+        except ValueError as err:
+            raise ValueError(f"--test.augment: {err} (--test.symmetries random takes any "
+                             f"count)") from None
 
 
 def stack_steps(steps: list) -> tuple[Tensor, Tensor, Tensor]:
@@ -72,7 +114,6 @@ class PPOLightning(ImprovementLightning):
     """n-step PPO (manual optimization) for any backbone whose policy has a critic
     (``policy.critic``) and follows :class:`~pyg_routing.models.ImprovementPolicy`."""
 
-    config_class = PPOConfig
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -87,11 +128,11 @@ class PPOLightning(ImprovementLightning):
     def curriculum_steps(self, epoch: int | None = None) -> int:
         """Warm-up steps before the training rollout: ``floor(epoch / warm_up)``."""
         epoch = self.current_epoch if epoch is None else epoch
-        w = self.config.warm_up
+        w = self.config.train.warm_up
         return int(epoch // w) if w else 0
 
     def configure_optimizers(self) -> Any:
-        cfg = self.config
+        cfg = self.config.train
         critic = list(self.policy.critic.parameters())
         ids = {id(p) for p in critic}
         actor = [p for p in self.policy.parameters() if id(p) not in ids]
@@ -113,7 +154,7 @@ class PPOLightning(ImprovementLightning):
                 later updates evaluate the chunk again.
             rewards: ``[n, B]``. last: the observation after the chunk (bootstrap).
         """
-        cfg = self.config
+        cfg = self.config.train
         opt = self.optimizers()
         logp, ent, value = rollout
         old_logp = logp.detach()
@@ -152,7 +193,7 @@ class PPOLightning(ImprovementLightning):
 
     def training_step(self, batch: RoutingInstances, batch_idx: int) -> None:
         """One batch: curriculum warm-up, then ``t_train`` steps in n-step PPO chunks."""
-        cfg, env = self.config, self.env
+        cfg, env = self.config.train, self.env
         self.policy.train()
         with self.seeded(self.batch_seed(batch_idx)) as (cpu_gen, gen):
             state = env.reset(batch, init=cfg.init, generator=cpu_gen)

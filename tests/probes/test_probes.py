@@ -1,4 +1,3 @@
-import argparse
 import json
 import math
 
@@ -7,7 +6,10 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
-from pyg_routing.commands.probe import add_probe_parser, main, render_probe, run_probe
+from pyg_routing.commands.grammar import normalize
+from pyg_routing.commands.probe import main, parse
+from pyg_routing.commands.probe import render as render_probe
+from pyg_routing.commands.probe import run as run_probe
 from pyg_routing.data import CVRPGenerator, RoutingData
 from pyg_routing.data.solvers import solve_instances
 from pyg_routing.errors import RoutingError
@@ -200,11 +202,9 @@ def test_paper_values_and_names():
 
 # ---------------------------------------------------------------- command
 def _args(tmp_path, *argv):
-    parser = argparse.ArgumentParser()
-    add_probe_parser(parser.add_subparsers(dest="command"))
-    return parser.parse_args(["probe", *argv, "--problem", "cvrp", "--num-customers", "20",
-                              "--instances", "4", "--solver", "nearest_neighbor",
-                              "--root", str(tmp_path), "--no-progress"])
+    return parse(normalize([*argv, "--problem", "cvrp", "--num-customers", "20",
+                            "--instances", "4", "--solver", "nearest_neighbor",
+                            "--root", str(tmp_path), "--no-progress"]))
 
 
 def test_probe_commands_return_documented_keys_with_paper_values(tmp_path):

@@ -64,23 +64,37 @@ def test_the_shared_step_search_runs_the_toy_environment():
     assert (res.cost <= res.initial_cost + 1e-6).all()
 
 
+TOY = ["--problem", "tsp", "--num_customers", "8", "--train.epochs", "1",
+       "--train.batches_per_epoch", "2", "--train.batch_size", "4", "--train.t_train", "4",
+       "--train.n_step", "2", "--validate.instances", "4", "--validate.steps", "3",
+       "--model.dim", "16", "--trainer.accelerator", "cpu", "--no_progress", "--json"]
+
+
 @pytest.mark.slow
 def test_a_registered_fourth_backbone_trains_and_evaluates_through_the_cli(
         relocate, tmp_path, capsys):
     assert "relocate" in backbones.available()
-    code = main(["train", "--backbone", "relocate", "--problem", "tsp", "--num-customers", "8",
-                 "--epochs", "1", "--batches-per-epoch", "2", "--batch-size", "4",
-                 "--t-train", "4", "--n-step", "2", "--val-size", "4", "--val-steps", "3",
-                 "--dim", "16", "--accelerator", "cpu", "--no-progress", "--json",
-                 "--out", str(tmp_path)])
+    # a recipe file of the toy, written by --print_config and read back by --config
+    assert main(["train", "--backbone", "relocate", *TOY, "--print_config"]) == 0
+    recipe = tmp_path / "relocate.yaml"
+    recipe.write_text(capsys.readouterr().out)
+    assert "backbone: relocate" in recipe.read_text()
+    code = main(["train", "--config", str(recipe), "--out", str(tmp_path), "--json"])
     trained = json.loads(capsys.readouterr().out)
     assert code == 0 and trained["epochs"] == 1 and trained["best_val_cost"] is not None
-    code = main(["evaluate", "--checkpoint", trained["checkpoint"], "--instances", "4",
-                 "--steps", "10", "--augment", "2", "--reference", "none", "--device", "cpu",
-                 "--out", str(tmp_path / "eval"), "--json"])
+    code = main(["evaluate", "--checkpoint", trained["checkpoint"], "--test.instances", "4",
+                 "--test.steps", "10", "--test.augment", "2", "--reference.solver", "none",
+                 "--accelerator", "cpu", "--out", str(tmp_path / "eval"), "--json"])
     searched = json.loads(capsys.readouterr().out)
     assert code == 0 and searched["backbone"] == "relocate" and searched["problem"] == "tsp"
     assert searched["cost"] <= searched["initial_cost"] + 1e-6
+    # compare runs the toy from the same recipe file, with its random-move baseline
+    code = main(["compare", "--config", str(recipe), "--pe", "none", "--test.instances", "4",
+                 "--test.steps", "5", "--test.augment", "1", "--reference.solver", "none",
+                 "--out", str(tmp_path / "cmp"), "--json"])
+    compared = json.loads(capsys.readouterr().out)
+    assert code == 0 and [r["encoding"] for r in compared["rows"]] == ["random", "none"]
+    assert compared["config"]["backbone"] == "relocate"
     # the toy backbone's options are its own: another backbone's are refused
-    assert main(["train", "--backbone", "relocate", "--rollouts", "3"]) == 2
-    assert "--rollouts is an option of the nds backbone" in capsys.readouterr().err
+    assert main(["train", "--backbone", "relocate", "--train.rollouts", "3"]) == 2
+    assert "--train.rollouts is an option of the nds backbone" in capsys.readouterr().err

@@ -4,7 +4,7 @@ PPO and searched by the shared step search. Nothing outside this file knows it."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
@@ -15,8 +15,9 @@ from pyg_routing.envs import ImprovementEnv, Observation
 from pyg_routing.envs.base import BatchedState
 from pyg_routing.models import ImprovementPolicy
 from pyg_routing.models.sampling import sample_categorical
-from pyg_routing.training.config import option
-from pyg_routing.training.ppo import PPOConfig, PPOLightning
+from pyg_routing.training.config import BackboneConfig
+from pyg_routing.training.ppo import PPOLightning, PPOTrain, StepTest, StepValidate
+from pyg_routing.training.sections import ModelOptions, bound
 
 
 def tour_cost(pos: Tensor, tour: Tensor) -> Tensor:
@@ -122,11 +123,26 @@ class RelocatePolicy(ImprovementPolicy):
 
 
 @dataclass
-class RelocateConfig(PPOConfig):
+class RelocateModel(ModelOptions):
+    """Model: the toy's scorer"""
+
+    dim: int = bound(32, low=1)
+    """model width"""
+    heads: int = bound(1, low=1)
+    """unused"""
+
+
+@dataclass
+class RelocateConfig(BackboneConfig):
+    """Relocate one city (a toy backbone)"""
+
     backbone = "relocate"
-    problem: str = option("tsp", "routing problem", cli=False)
-    pe: str = option("none", "positional encoding", cli=False)
-    init: str | None = option("random", "initial solutions", cli=False)
+    problem: str = "tsp"
+    """routing problem"""
+    model: RelocateModel = field(default_factory=RelocateModel)
+    train: PPOTrain = field(default_factory=lambda: PPOTrain(init="random"))
+    validate: StepValidate = field(default_factory=StepValidate)
+    test: StepTest = field(default_factory=StepTest)
 
 
 class RelocateLightning(PPOLightning):
@@ -137,4 +153,4 @@ class RelocateLightning(PPOLightning):
         return RelocateEnv()
 
     def build_policy(self) -> RelocatePolicy:
-        return RelocatePolicy(self.config.problem, self.config.dim)
+        return RelocatePolicy(self.config.problem, self.config.model.dim)

@@ -10,39 +10,41 @@ lines they run."""
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pyg_routing.commands.dataset import Parsed
+from pyg_routing.commands.grammar import CommandParser, refuse_typed, typed
 from pyg_routing.commands.reproduce.budgets import SCALES
 from pyg_routing.commands.reproduce.cells import (
     TRAINER_OPTIONS,
     command_line,
     parse_shard,
-    render,
     run_cells,
     shard,
 )
+from pyg_routing.commands.reproduce.cells import render as render_step
 from pyg_routing.commands.reproduce.collect import collect
 from pyg_routing.commands.reproduce.tables import TABLES, TableSpec
-from pyg_routing.training.fit import given, refuse_given
 
 #: where the cells of a scale run unless --accelerator says otherwise
 ACCELERATOR = {"smoke": "cpu", "cpu": "cpu", "paper": "gpu"}
 
 
-def add_reproduce_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "reproduce", help="reproduce one of the paper's tables (tab1 ... tab10)",
+def parse(argv: Sequence[str]) -> Parsed:
+    p = CommandParser(
+        prog="pyg-routing reproduce",
         description="Run every cell (encoding x setting x seed) of one of the paper's "
-                    "tables at a scale, each cell's result written as it finishes (a rerun "
-                    "skips finished cells), then write table.md, table.csv and gap.png "
-                    "with the paper's value beside each of ours. Tables: " + "; ".join(
+                    "tables at a scale, each cell a shipped recipe plus overrides, its "
+                    "result written as it finishes (a rerun skips finished cells), then "
+                    "write table.md, table.csv and gap.png with the paper's value beside "
+                    "each of ours. Tables: " + "; ".join(
                         f"{k}: {v.title}" for k, v in TABLES.items()))
     p.add_argument("table", choices=tuple(TABLES), help="the table")
     p.add_argument("--scale", choices=SCALES, required=True,
                    help="smoke: toy budget, proves the pipeline; cpu: ~1 h per table on 2 "
-                        "CPU cores; paper: the paper's budget (GPU)")
+                        "CPU cores; paper: the paper's protocol, the shipped recipes (GPU)")
     p.add_argument("--out", default="runs/reproduce",
                    help="folder of the cells' results and the tables")
     p.add_argument("--shard", type=parse_shard, default=None,
@@ -50,8 +52,9 @@ def add_reproduce_parser(sub: Any) -> None:
     p.add_argument("--collect", nargs="*", default=None, metavar="OUT",
                    help="only merge finished cells into the table: from the given shard "
                         "folders (default: --out)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="list the cells and their command lines; run nothing")
+    p.add_argument("--dry_run", action="store_true",
+                   help="list the cells and their command lines (recipes by name); run "
+                        "nothing")
     p.add_argument("--checkpoint", action="append", default=None, metavar="ROW[@COLUMN]=CKPT",
                    help="tab4-tab7: this row (of this column) tests the given checkpoint "
                         "instead of training one (repeatable)")
@@ -62,6 +65,7 @@ def add_reproduce_parser(sub: Any) -> None:
     p.add_argument("--strategy", default=None, help="Lightning strategy of training cells")
     p.add_argument("--precision", default=None, help="precision of training cells")
     p.add_argument("--json", action="store_true", help="print a JSON object")
+    return Parsed(p.parse_args(list(argv)), typed(argv), "reproduce")
 
 
 def _checkpoints(spec: TableSpec, values: list[str] | None) -> dict[str, str]:
@@ -85,24 +89,24 @@ def _checkpoints(spec: TableSpec, values: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _check(args: argparse.Namespace, spec: TableSpec) -> None:
+def _check(parsed: Parsed, spec: TableSpec) -> None:
     """Refuse, naming it, an option that does not apply to what the others ask for."""
+    args, given = parsed.options, parsed.typed
     if args.collect is not None:
-        refuse_given(args, ("shard", "dry_run", "checkpoint", *TRAINER_OPTIONS),
-                     "does not apply with --collect (it only merges finished cells)")
+        refuse_typed(given, ("shard", "dry_run", "checkpoint", *TRAINER_OPTIONS),
+                     "does not apply with --collect (it only merges finished cells)", args)
     if not spec.trains:
-        refuse_given(args, TRAINER_OPTIONS, f"does not apply to {spec.name} (it runs a "
-                                            f"probe: nothing is trained)")
-    if not spec.checkpoints:
-        flag = given(args, "checkpoint")
-        if flag:
-            raise ValueError(f"{flag} applies to tab4-tab7 only (rows that can test a "
-                             f"trained model); {spec.name} trains every cell")
+        refuse_typed(given, TRAINER_OPTIONS, f"does not apply to {spec.name} (it runs a "
+                                             f"probe: nothing is trained)", args)
+    if not spec.checkpoints and "checkpoint" in given:
+        raise ValueError(f"{given['checkpoint']} applies to tab4-tab7 only (rows that can "
+                         f"test a trained model); {spec.name} trains every cell")
 
 
-def run_reproduce(args: argparse.Namespace) -> dict[str, Any]:
+def run(parsed: Parsed) -> dict[str, Any]:
+    args = parsed.options
     spec = TABLES[args.table]
-    _check(args, spec)
+    _check(parsed, spec)
     cells = spec.cells(args.scale, _checkpoints(spec, args.checkpoint))
     out = Path(args.out)
     if args.collect is not None:
@@ -115,7 +119,7 @@ def run_reproduce(args: argparse.Namespace) -> dict[str, Any]:
     if args.dry_run:
         return {"mode": "dry-run", "table": spec.name, "scale": args.scale,
                 "cells": [{"cell": c.id, "row": c.row, "column": c.column, "seed": c.seed,
-                           "commands": [command_line(render(s, _placeholders(), trainer))
+                           "commands": [command_line(render_step(s, _placeholders(), trainer))
                                         for s in c.steps]} for c in mine]}
     ran = run_cells(spec, mine, args.scale, out, trainer)
     if args.shard is not None:
@@ -130,7 +134,7 @@ def _placeholders() -> dict[str, str]:
             "checkpoint": "{checkpoint}"}
 
 
-def render_reproduce(result: dict[str, Any]) -> str:
+def render(result: dict[str, Any]) -> str:
     """Text output: the cells of a dry run, a shard's progress, or the table."""
     if result["mode"] == "dry-run":
         lines = [f"{result['table']} at --scale {result['scale']}: "

@@ -2,9 +2,8 @@
 (temp file + ``os.replace``), so an interrupted run loses at most the cell it was in; a
 rerun skips finished cells; ``--shard i/n`` runs every n-th cell of the fixed order.
 
-A cell's steps are existing commands' argument lists, parsed by the same parser as the
-command line (:class:`~pyg_routing.commands.parser.CommandParser` with the commands'
-own ``add_*_parser``) and run in-process by the commands' own functions."""
+A cell's steps are existing commands' argument lists, parsed and run in-process by the
+commands' own ``parse`` and ``run`` (exactly as the command line does)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -67,32 +66,21 @@ def definition(cell: Cell, scale: str) -> dict[str, Any]:
             "commands": [list(step) for step in cell.steps]}
 
 
-def command_parser() -> argparse.ArgumentParser:
-    """The command line's parser for the commands a cell runs."""
-    from pyg_routing.commands.compare import add_compare_parser
-    from pyg_routing.commands.evaluate import add_evaluate_parser
-    from pyg_routing.commands.parser import CommandParser
-    from pyg_routing.commands.probe import add_probe_parser
-    from pyg_routing.commands.search import add_search_parser
-    from pyg_routing.commands.train import add_train_parser
-
-    parser = CommandParser(prog="pyg-routing")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for add in (add_probe_parser, add_train_parser, add_evaluate_parser, add_compare_parser,
-                add_search_parser):
-        add(sub)
-    return parser
+#: the commands a cell runs, by the module that parses and runs each
+STEP_COMMANDS = {"compare": "compare", "evaluate": "evaluate", "probe": "probe",
+                 "search": "search", "train": "train"}
 
 
-def _commands() -> dict[str, Callable[[argparse.Namespace], Any]]:
-    from pyg_routing.commands.compare import run_compare
-    from pyg_routing.commands.evaluate import run_evaluate
-    from pyg_routing.commands.probe import run_probe
-    from pyg_routing.commands.search import run_search
-    from pyg_routing.commands.train import run_train
+def run_step(argv: Sequence[str]) -> tuple[str, Any]:
+    """Parse and run one step's argument list as the command line would; returns the
+    command's name and its result."""
+    import importlib
 
-    return {"compare": run_compare, "evaluate": run_evaluate, "probe": run_probe,
-            "search": run_search, "train": run_train}
+    from pyg_routing.commands.grammar import normalize
+
+    name = argv[0]
+    module = importlib.import_module(f"pyg_routing.commands.{STEP_COMMANDS[name]}")
+    return name, module.run(module.parse(normalize(argv[1:])))
 
 
 def render(step: Step, where: dict[str, str], trainer: dict[str, str]) -> list[str]:
@@ -101,14 +89,13 @@ def render(step: Step, where: dict[str, str], trainer: dict[str, str]) -> list[s
     argv = [where.get(token[1:-1], token) if token.startswith("{") and token.endswith("}")
             else token.replace("{cell}", where["cell"]) for token in step]
     if step[0] in ("compare", "train"):
-        names = TRAINER_OPTIONS
+        flags = {name: f"--trainer.{name}" for name in TRAINER_OPTIONS}
     elif "--checkpoint" in step:     # evaluate/search with a policy: where it runs
-        names = ("accelerator",)
+        flags = {"accelerator": "--accelerator"}
     else:
-        names = ()
-    for name in names:
+        flags = {}
+    for name, flag in flags.items():
         if name in trainer:
-            flag = f"--{name}"
             if flag in argv:
                 argv[argv.index(flag) + 1] = trainer[name]
             else:
@@ -151,18 +138,16 @@ def run_cell(cell: Cell, scale: str, out: Path, trainer: dict[str, str]) -> dict
     where = {"cell": str(base / cell.id), "data": str(out / "data")}
     if any("{xdata}" in step for step in cell.steps):
         where["xdata"] = str(_smoke_x(out / "data"))
-    parser, commands = command_parser(), _commands()
     lines, result, start = [], None, time.perf_counter()
     for step in cell.steps:
         argv = render(step, where, trainer)
         lines.append(command_line(argv))
         print(f"[{cell.table} {cell.id}] {lines[-1]}", file=sys.stderr)
-        args = parser.parse_args(argv)
-        result = commands[args.command](args)
+        command, result = run_step(argv)
         if result is None:          # a worker rank of a distributed step: not rank 0
             raise RuntimeError("a reproduce cell runs its steps on rank 0 only")
-        where["checkpoint"] = (_checkpoint(result, cell) if args.command in
-                               ("train", "compare") else where.get("checkpoint", ""))
+        where["checkpoint"] = (_checkpoint(result, cell) if command in ("train", "compare")
+                               else where.get("checkpoint", ""))
     assert result is not None
     return {**definition(cell, scale), "row": cell.row, "column": cell.column,
             "seed": cell.seed, "command_lines": lines, "values": extract(cell, result),

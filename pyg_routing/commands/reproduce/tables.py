@@ -60,16 +60,6 @@ def _split(options: str) -> list[str]:
     return options.split()
 
 
-def _spell(test: dict[str, str], command: str) -> list[str]:
-    """Test options (``compare``'s names) as ``command`` spells them."""
-    out: list[str] = []
-    for key, value in test.items():
-        flag = key.removeprefix("search-") if command != "compare" and key in (
-            "search-rollouts",) else key
-        out += [f"--{flag}", value]
-    return out
-
-
 def _setting(column: str) -> tuple[str, int]:
     """``"PDTSP-51" -> ("pdtsp", 50)`` (PDTSP counts its depot), ``"CVRP-100" ->
     ("cvrp", 100)``."""
@@ -77,28 +67,26 @@ def _setting(column: str) -> tuple[str, int]:
     return problem.lower(), int(n) - (1 if problem == "PDTSP" else 0)
 
 
+#: every cell's folders and output options
+_TAIL = ("--root", "{data}", "--out", "{cell}", "--no_progress")
+
+
 def _compare(table: str, row: str, column: str, seed: int, scale: str, backbone: str,
              pe: str, extra: tuple[str, ...] = (), preset: str | None = None,
              problem: str | None = None, paper_size: int | None = None,
              checkpoint: str | None = None) -> Cell:
-    """A ``compare`` of one encoding and seed (no baselines), or ``evaluate`` of a given
-    ``checkpoint`` under the same test search."""
+    """A ``compare`` of one encoding and seed (no baselines) from the setting's recipe,
+    or ``evaluate`` of a given ``checkpoint`` under the same recipe's test protocol."""
     if problem is None or paper_size is None:
         problem, paper_size = _setting(column)
-    n = str(B.size(scale, backbone, paper_size))
-    test = (B.nds_test(scale, problem, paper_size) if backbone == "nds"
-            else B.TEST[backbone][scale])
-    where = ["--problem", problem, "--num-customers", n,
-             *(["--preset", preset] if preset else [])]
-    tail = ["--root", "{data}", "--out", "{cell}", "--no-progress"]
+    recipe = B.options(backbone, problem, paper_size, scale, table)
+    family = ["--data.preset", preset] if preset else []
+    ref = ["--reference.seconds", B.reference_seconds(backbone, scale, paper_size)]
     if checkpoint is not None:
-        step = ("evaluate", "--checkpoint", checkpoint, *where, *_spell(test, "evaluate"),
-                *(["--remove", "4"] if backbone == "nds" and scale == "smoke" else []), *tail)
+        step = ("evaluate", "--checkpoint", checkpoint, *recipe, *family, *ref, *_TAIL)
     else:
-        step = ("compare", "--backbone", backbone, *where, "--pe", pe, "--seed", str(seed),
-                *extra, *_split(B.train_options(backbone, scale, table, problem, int(n))),
-                *_spell(test, "compare"),
-                "--no-random", *tail)
+        step = ("compare", *recipe, "--pe", pe, "--seed", str(seed), *family, *extra, *ref,
+                "--no_random", *_TAIL)
     return Cell(table, row, column, seed, (tuple(step),))
 
 
@@ -124,45 +112,43 @@ def _gap_values(source: dict[str, dict[str, tuple[float, float | None]]],
 
 # --- Tab. 1 and Tab. 3: probes --------------------------------------------------------
 
-def _tab1(scale: str, checkpoints: dict[str, str]) -> list[Cell]:
+def _probe(kind: str, problem: str, n: int, scale: str, *extra: str) -> tuple[str, ...]:
     p = B.PROBE[scale]
-    cells = []
-    for setting in paper.ANISOMETRY:
-        problem, n = _setting(setting)
-        cells.append(Cell("tab1", setting, "probe", 0, (
-            ("probe", "anisometry", "--problem", problem, "--num-customers", str(n),
-             "--instances", p["instances"], "--time-limit", p["time-limit"],
-             "--solver", p["solver"], "--seed", "0",
-             "--root", "{data}", "--no-progress"),)))
-    return cells
+    return ("probe", kind, "--problem", problem, "--num_customers", str(n),
+            "--instances", p["instances"], "--seconds", p["seconds"], "--solver", p["solver"],
+            "--seed", "0", *extra, "--root", "{data}", "--no_progress")
+
+
+def _tab1(scale: str, checkpoints: dict[str, str]) -> list[Cell]:
+    return [Cell("tab1", setting, "probe", 0, (_probe("anisometry", *_setting(setting),
+                                                        scale),))
+            for setting in paper.ANISOMETRY]
 
 
 def _tab3(scale: str, checkpoints: dict[str, str]) -> list[Cell]:
-    p = B.PROBE[scale]
     return [Cell("tab3", "*", "CVRP-100", 0, (
-        ("probe", "spearman", "--problem", "cvrp", "--num-customers", "100",
-         "--instances", p["instances"], "--time-limit", p["time-limit"],
-         "--solver", p["solver"], "--pairs", p["pairs"], "--seed", "0", "--root", "{data}",
-         "--no-progress"),))]
+        _probe("spearman", "cvrp", 100, scale, "--pairs", B.PROBE[scale]["pairs"]),))]
 
 
 # --- Layer 1: DACT (Tab. 2, 8, 9, 10) and N2S (Tab. 4) ---------------------------------
 
 #: Tab. 8's rows: our key -> the encoding and its extra options
 ABLATION_ROWS = {"none": ("none", ()), "ipe": ("ipe", ()),
-                 "ipe_index": ("ipe", ("--ipe-phase", "index")), "xpe": ("xpe", ()),
+                 "ipe_index": ("ipe", ("--encoding.ipe_phase", "index")), "xpe": ("xpe", ()),
                  "ipexpe": ("ipexpe", ())}
 #: Tab. 9's rows: the per-route aggregations, then the per-node XPE (the paper's order)
 AGGREGATIONS = (*ROUTE_AGGREGATIONS[1:], ROUTE_AGGREGATIONS[0])
 
 
 def _grid(table: str, rows: dict[str, tuple[str, tuple[str, ...]]], columns: tuple[str, ...],
-          backbone: str, seeds: dict[str, tuple[int, ...]] = B.SEEDS
+          backbone: str, seeds: dict[str, tuple[int, ...]] = B.SEEDS,
+          backbones: dict[str, str] | None = None
           ) -> Callable[[str, dict[str, str]], list[Cell]]:
-    """Every row x column x seed as a ``compare`` (``rows``: key -> (pe, extra options))."""
+    """Every row x column x seed as a ``compare`` (``rows``: key -> (pe, extra options);
+    ``backbones``: a row's own backbone where it is not ``backbone``)."""
     def cells(scale: str, checkpoints: dict[str, str]) -> list[Cell]:
-        return [_compare(table, row, column, seed, scale, backbone, pe, extra,
-                         checkpoint=_given(checkpoints, row, column))
+        return [_compare(table, row, column, seed, scale, (backbones or {}).get(row, backbone),
+                         pe, extra, checkpoint=_given(checkpoints, row, column))
                 for column in columns for row, (pe, extra) in rows.items()
                 for seed in seeds[scale]]
     return cells
@@ -189,42 +175,40 @@ _NDS_ROW = {"none": "NDS", "ipexpe": "IPE+XPE", "sin": "SIN", "sisr": "SISRs"}
 
 
 def _tab5(scale: str, checkpoints: dict[str, str]) -> list[Cell]:
-    return [_compare("tab5", row, column, seed, scale, "nds", row, preset="nds",
+    return [_compare("tab5", row, column, seed, scale, "nds", row,
                      checkpoint=_given(checkpoints, row, column))
-            for column in _NDS_MAIN for row in ("none", "ipexpe") for seed in B.NDS_SEEDS[scale]]
+            for column in _NDS_MAIN for row in ("none", "ipexpe") for seed in B.SEEDS[scale]]
 
 
 def _tab6(scale: str, checkpoints: dict[str, str]) -> list[Cell]:
     cells = []
     for column in _SHIFTS:
-        n = str(B.size(scale, "nds", 500))
-        test = B.nds_test(scale, "cvrp", 500)
+        recipe = B.options("nds", "cvrp", 500, scale, "tab6")
         cells.append(Cell("tab6", "sisr", column, 0, (
-            ("evaluate", "--backbone", "nds", "--policy", "sisr", "--problem", "cvrp",
-             "--num-customers", n, "--preset", column, *_spell(test, "evaluate"),
-             *(["--remove", "4"] if scale == "smoke" else []),
-             "--root", "{data}", "--out", "{cell}", "--no-progress"),)))
+            ("evaluate", "--backbone", "nds", "--policy", "sisr", *recipe,
+             "--data.preset", column, "--test.exact", "false",
+             "--reference.seconds", B.reference_seconds("nds", scale, 500), *_TAIL),)))
         cells += [_compare("tab6", row, column, seed, scale, "nds", row, preset=column,
                            problem="cvrp", paper_size=500,
+                           extra=("--test.exact", "false"),
                            checkpoint=_given(checkpoints, row, column))
-                  for row in ("none", "sin", "ipexpe") for seed in B.NDS_SEEDS[scale]]
+                  for row in ("none", "sin", "ipexpe") for seed in B.SEEDS[scale]]
     return cells
 
 
 def _tab7(scale: str, checkpoints: dict[str, str]) -> list[Cell]:
     cells = []
-    search = ("search", "--benchmark", "x", "--destroy", "policy", *_split(B.X_SEARCH[scale]),
-              "--out", "{cell}/search", "--no-progress")
+    recipe = B.options("nds", "cvrp", 500, scale, "tab7")
+    search = ("search", "--benchmark", "x", "--destroy", "policy", *recipe,
+              *_split(B.X_SEARCH[scale]), "--out", "{cell}/search", "--no_progress")
     for row in ("none", "ipexpe"):
-        for seed in B.NDS_SEEDS[scale]:
+        for seed in B.SEEDS[scale]:
             given = _given(checkpoints, row, "X")
             if given is not None:
                 cells.append(Cell("tab7", row, "X", seed, ((*search, "--checkpoint", given),)))
                 continue
-            train = ("train", "--backbone", "nds", "--problem", "cvrp", "--num-customers",
-                     str(B.size(scale, "nds", 500)), "--preset", "nds", "--pe", row,
-                     "--seed", str(seed), *_split(B.train_options("nds", scale, "tab7")),
-                     "--out", "{cell}", "--no-progress")
+            train = ("train", *recipe, "--pe", row, "--seed", str(seed), "--out", "{cell}",
+                     "--no_progress")
             cells.append(Cell("tab7", row, "X", seed,
                               (train, (*search, "--checkpoint", "{checkpoint}"))))
     return cells
@@ -267,12 +251,15 @@ def _tab3_paper() -> dict[tuple[str, str], dict[str, float | None]]:
 
 _SMALL = {"smoke": "smoke scale: toy budget, CVRP/VRPTW/PDTSP at 10 customers; proves the "
                    "pipeline, not the claim",
-          "cpu": "cpu scale: 20 customers (PDTSP-21), one seed, a CPU budget",
-          "paper": "paper scale: DACT's published PPO budget, 3 seeds, 1 000 test instances"}
+          "cpu": "cpu scale: 20 customers (PDTSP-21), one seed, a CPU budget (recipes "
+                 "dact/*20 + cpu/dact)",
+          "paper": "paper scale: the recipes dact/* (VRP-DACT's training, 1 000 test "
+                   "instances), 3 seeds"}
 _NDS = {"smoke": "smoke scale: toy NDS at 20 customers; proves the pipeline, not the claim",
-        "cpu": "cpu scale: 100 customers for every size, 10 s per instance, one seed",
-        "paper": "paper scale: NDS's 2 000 epochs, 60/120/240 s per instance, NDS's test-set "
-                 "sizes (generated with --test-seed, not NDS's own files)"}
+        "cpu": "cpu scale: NDS's 100-customer recipes for every size, 10 s per instance, one "
+               "seed",
+        "paper": "paper scale: the recipes nds/* (the paper's hyper-parameters, 60/120/240 s "
+                 "per instance, NDS's own test sets, 3 seeds)"}
 _PROBE = {"smoke": "smoke scale: 4 instances, nearest-neighbour heuristic (not HGS)",
           "cpu": "cpu scale: 200 instances, PyVRP 0.5 s",
           "paper": "paper scale: 1 000 instances, PyVRP 1 s (the paper: LKH/HGS)"}
@@ -289,15 +276,16 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
               tuple((k, k) for k in paper.SPEARMAN), ("CVRP-100",), ("D1", "D2", "D3"),
               _tab3, _tab3_paper, trains=False, note=_PROBE),
     TableSpec("tab4", "Model-agnostic validation, N2S backbone on PDTSP", "tab:model_agnostic",
-              (*_REF, ("ipexpe", "HA-N2S (IPE + XPE)"), ("dact_cpe", "N2S (its CPE)"),
-               ("none", "N2S, No PE")), _PDTSP, GAP,
-              _grid("tab4", {"ipexpe": ("ipexpe", ()), "dact_cpe": ("dact_cpe", ()),
-                             "none": ("none", ())}, _PDTSP, "n2s"),
+              (*_REF, ("dact", "DACT (3k, its CPE)"), ("dact_cpe", "N2S (3k, its CPE)"),
+               ("ipexpe", "HA-N2S (IPE + XPE)")), _PDTSP, GAP,
+              _grid("tab4", {"dact": ("dact_cpe", ("--test.steps", "3000")),
+                             "dact_cpe": ("dact_cpe", ()), "ipexpe": ("ipexpe", ())},
+                    _PDTSP, "n2s", backbones={"dact": "dact"}),
               _gap_values(paper.MODEL_AGNOSTIC), checkpoints=True,
               note={"smoke": "smoke scale: toy N2S at 10 customers",
                     "cpu": "cpu scale: PDTSP-21/51/101 at a small budget, one seed",
-                    "paper": "paper scale: N2S's published PPO budget, 3k steps, 3 seeds "
-                             "(the paper's reference: LKH; ours: PyVRP)"}),
+                    "paper": "paper scale: the recipes n2s/* and dact/pdtsp*, 3k steps, 3 "
+                             "seeds (the paper's reference: LKH; ours: PyVRP)"}),
     TableSpec("tab5", "NDS with IPE + XPE (CVRP, VRPTW, PCVRP)", "tab:sota_main",
               (*_REF, ("none", "NDS"), ("ipexpe", "IPE + XPE")), _NDS_MAIN, GAP, _tab5,
               _tab5_paper, checkpoints=True, note=_NDS),
@@ -320,13 +308,14 @@ TABLES: dict[str, TableSpec] = {t.name: t for t in (
     TableSpec("tab9", "Per-node vs per-route XPE (IPE + XPE, DACT)", "tab:aggregation",
               (*_REF, *((a, "per-node (ours)" if a == "node" else f"per-route, {a}")
                         for a in AGGREGATIONS)), ("CVRP-100", "VRPTW-100"), GAP,
-              _grid("tab9", {a: ("ipexpe", ("--xpe-aggregation", a)) for a in AGGREGATIONS},
+              _grid("tab9", {a: ("ipexpe", ("--encoding.xpe_aggregation", a))
+                             for a in AGGREGATIONS},
                     ("CVRP-100", "VRPTW-100"), "dact"),
               _gap_values(paper.AGGREGATION), note=_SMALL),
     TableSpec("tab10", "Direction-aware vs direction-invariant IPE (IPE + XPE, DACT)",
               "tab:direction", (*_REF, ("aware", "IPE→ (direction-aware)"),
                                 ("invariant", "IPE↔ (direction-invariant)")), _LAYER1, GAP,
-              _grid("tab10", {d: ("ipexpe", ("--ipe-direction", d)) for d in DIRECTIONS},
+              _grid("tab10", {d: ("ipexpe", ("--encoding.ipe_direction", d)) for d in DIRECTIONS},
                     _LAYER1, "dact"),
               _gap_values(paper.DIRECTION), note=_SMALL),
 )}
@@ -337,6 +326,9 @@ def extract(cell: Cell, result: dict[str, Any]) -> Values:
     command = cell.steps[-1][0]
     if command == "compare":
         pe = cell.steps[-1][cell.steps[-1].index("--pe") + 1]
+        # tab4's DACT row compares dact_cpe under the DACT backbone
+        if cell.row == "dact":
+            pe = "dact_cpe"
         out: Values = {}
         for r in result["rows"]:
             if r["encoding"] == "reference":

@@ -87,19 +87,25 @@ class PositionalEncoding(nn.Module):
         self.width = node_pe.width if node_pe is not None else ape.dim if ape is not None else 0
 
     @classmethod
-    def build(cls, pe: str | PositionalEncoding, *, dim: int, heads: int, pe_dim: int,
-              num_bands: int = 4, max_route_len: int = 512,
+    def build(cls, pe: str | encodings.EncodingSpec | PositionalEncoding, *, dim: int,
+              heads: int, pe_dim: int = 32, num_bands: int = 4, max_route_len: int = 512,
               **pe_kwargs: Any) -> PositionalEncoding:
         """The parts of encoding ``pe`` for an encoder of width ``dim`` with ``heads``
         attention heads: node codes of width ``pe_dim`` (IPE+XPE adds
         ``2 * num_bands``), an APE table of ``max_route_len`` rows, a bias with one
         channel per head, RoPE on heads of ``dim // heads`` channels. ``pe_kwargs`` go
-        to the transform or module. A built ``PositionalEncoding`` is checked against
-        ``dim`` and ``heads`` and returned as it is."""
+        to the transform or module. A resolved :class:`~pyg_routing.encodings.EncodingSpec`
+        brings its own width, bands and options (``pe_dim``, ``num_bands`` and
+        ``pe_kwargs`` are then not read). A built ``PositionalEncoding`` is checked
+        against ``dim`` and ``heads`` and returned as it is."""
         if isinstance(pe, PositionalEncoding):
             pe.check_fits(dim, heads)
             return pe
-        info = encodings.info(pe)
+        if isinstance(pe, encodings.EncodingSpec):
+            info, pe_dim, num_bands = pe.info, pe.dim, pe.num_bands
+            pe_kwargs = {**pe.options, **pe_kwargs}
+        else:
+            info = encodings.info(pe)
         if info.name == "ape":
             return cls("ape", ape=encoding_module("ape", dim=pe_dim, max_len=max_route_len,
                                                   **pe_kwargs))
