@@ -11,12 +11,24 @@ def run(capsys, *argv):
     return code, out.out, out.err
 
 
-@pytest.mark.parametrize("command", ["generate", "solve", "info"])
+@pytest.mark.parametrize("command", ["generate", "solve", "info", "train", "evaluate",
+                                     "compare", "search", "reproduce", "recipes",
+                                     "import-checkpoint"])
 def test_every_command_has_help(command, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main([command, "--help"])
-    assert exc.value.code == 0
+    assert main([command, "--help"]) == 0
     assert "--json" in capsys.readouterr().out
+
+
+def test_the_root_help_lists_every_command_without_importing_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from pyg_routing.cli import main; main(['--help']); "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for command in ("train", "evaluate", "compare", "search", "recipes"):
+        assert f"  {command}" in out.stdout
 
 
 def test_generate_solve_info_round_trip(tmp_path, capsys):
@@ -66,7 +78,8 @@ def test_generate_and_solve_asymmetric_open_instances(tmp_path, capsys):
 
     root = str(tmp_path)
     opts = ["--problem", "vrptw", "--num-customers", "6", "--num-instances", "2",
-            "--costs", "streets", "--grid", "4", "--open-routes", "--root", root]
+            "--data.costs", "streets", "--data.grid", "4", "--data.open-routes", "true",
+            "--root", root]
     code, out, _ = run(capsys, "solve", *opts, "--solver", "pyvrp", "--time-limit", "0.1",
                        "--workers", "1", "--no-progress", "--json")
     assert code == 0 and json.loads(out)["summary"]["feasible_fraction"] == 1.0
@@ -78,11 +91,11 @@ def test_generate_and_solve_asymmetric_open_instances(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--problem", "tsp", "--open-routes"], "problem 'tsp' has no generator option "
-                                            "'open_routes'"),
-    (["--grid", "4"], "grid and one_way apply to costs='streets' only"),
-    (["--preset", "nds", "--costs", "streets"], "of preset 'nds' has no generator option "
-                                                "'costs'"),
+    (["--problem", "tsp", "--data.open-routes", "true"],
+     "problem 'tsp' has no generator option 'open_routes'"),
+    (["--data.grid", "4"], "--data.grid 4 applies to --data.costs streets only"),
+    (["--data.preset", "nds", "--data.costs", "streets"],
+     "of preset 'nds' has no generator option 'costs'"),
 ])
 def test_cost_options_that_do_not_apply_are_refused(argv, message, tmp_path, capsys):
     code, out, err = run(capsys, "generate", "--num-instances", "1", "--root", str(tmp_path),

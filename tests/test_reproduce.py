@@ -17,7 +17,7 @@ from pyg_routing.probes import paper_values
 
 #: cells per table at smoke/cpu and at paper scale (3 seeds for the DACT/N2S tables)
 COUNTS = {"tab1": (5, 5), "tab2": (42, 126), "tab3": (1, 1), "tab4": (9, 27),
-          "tab5": (18, 18), "tab6": (8, 8), "tab7": (2, 2), "tab8": (5, 15),
+          "tab5": (18, 54), "tab6": (8, 20), "tab7": (2, 6), "tab8": (5, 15),
           "tab9": (12, 36), "tab10": (6, 18)}
 
 
@@ -59,9 +59,10 @@ def test_ablation_cells_use_the_phase_aggregation_and_direction_options():
     def options(table, row):
         return next(c.steps[0] for c in TABLES[table].cells("smoke", {}) if c.row == row)
 
-    assert " --ipe-phase index " in " ".join(options("tab8", "ipe_index")) + " "
-    assert "--xpe-aggregation circular_mean" in " ".join(options("tab9", "circular_mean"))
-    assert "--ipe-direction invariant" in " ".join(options("tab10", "invariant"))
+    assert " --encoding.ipe_phase index " in " ".join(options("tab8", "ipe_index")) + " "
+    assert "--encoding.xpe_aggregation circular_mean" in " ".join(
+        options("tab9", "circular_mean"))
+    assert "--encoding.ipe_direction invariant" in " ".join(options("tab10", "invariant"))
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7])
@@ -74,9 +75,7 @@ def test_shards_partition_the_cells(n):
 
 @pytest.mark.parametrize("value", ["0/2", "3/2", "1", "a/b", "1/0"])
 def test_bad_shard_is_refused(value, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["reproduce", "tab1", "--scale", "smoke", "--shard", value])
-    assert exc.value.code == 2
+    assert main(["reproduce", "tab1", "--scale", "smoke", "--shard", value]) == 2
     err = capsys.readouterr().err
     assert "--shard: must be i/n with 1 <= i <= n" in err and err.count("\n") == 1
 
@@ -99,14 +98,57 @@ def test_options_that_do_not_apply_are_refused(argv, message, tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
-def test_dry_run_prints_the_command_lines(capsys):
+def test_dry_run_prints_the_command_lines_with_their_recipes(capsys):
     assert main(["reproduce", "tab8", "--scale", "paper", "--dry-run", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["cells"]) == 15
     first = out["cells"][0]["commands"][0]
-    assert first.startswith("pyg-routing compare --backbone dact --problem cvrp "
-                            "--num-customers 100 --pe none --seed 0")
-    assert "--batch-size 512" in first and "--accelerator gpu" in first
+    assert first.startswith("pyg-routing compare --config dact/cvrp100 --pe none --seed 0")
+    assert "--trainer.accelerator gpu" in first
+    assert main(["reproduce", "tab2", "--scale", "cpu", "--dry-run", "--json"]) == 0
+    cpu = json.loads(capsys.readouterr().out)["cells"][0]["commands"][0]
+    assert "--config dact/cvrp20 --config cpu/dact --train.epochs 2" in cpu
+
+
+def _config_of(step):
+    """The configuration a cell's compare or train step resolves to (parsed, not run)."""
+    import importlib
+
+    from pyg_routing.commands.grammar import normalize
+
+    module = importlib.import_module(f"pyg_routing.commands.{step[0]}")
+    return module.parse(normalize([t.replace("{data}", "d").replace("{cell}", "c")
+                                   for t in step[1:]])).config
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_every_training_cell_resolves_through_the_grammar(scale):
+    for table, spec in TABLES.items():
+        for cell in spec.cells(scale, {}):
+            for step in cell.steps:
+                if step[0] in ("compare", "train"):
+                    config = _config_of(step)
+                    assert config.seed == cell.seed, (table, cell.id)
+
+
+def test_paper_cells_run_the_shipped_recipes():
+    tab5 = {c.id: c for c in TABLES["tab5"].cells("paper", {})}
+    config = _config_of(tab5["cvrp-500__ipexpe__s2"].steps[0])
+    assert (config.backbone, config.problem, config.num_customers, config.pe) == \
+        ("nds", "cvrp", 500, "ipexpe")
+    # NDS's own test set, the paper's training schedule and mixed precision
+    assert config.test.exact and config.test.instances == 128 and config.test.seconds == 60
+    assert config.train.lr_milestones == [60, 85] and config.trainer.precision == "16-mixed"
+    pcvrp = _config_of(tab5["pcvrp-1000__none__s0"].steps[0])
+    assert pcvrp.test.augment == 128 and pcvrp.test.seconds == 120
+    tab4 = {c.id: c for c in TABLES["tab4"].cells("paper", {})}
+    dact = _config_of(tab4["pdtsp-51__dact__s0"].steps[0])
+    n2s = _config_of(tab4["pdtsp-51__dact_cpe__s0"].steps[0])
+    assert (dact.backbone, dact.pe, dact.test.steps) == ("dact", "dact_cpe", 3000)
+    assert (n2s.backbone, n2s.pe, n2s.test.steps, n2s.test.window) == \
+        ("n2s", "dact_cpe", 3000, 25)
+    x = [c for c in TABLES["tab7"].cells("paper", {})]
+    assert len(x) == 6 and "--names paper" in " ".join(x[0].steps[1])
 
 
 def test_given_checkpoint_replaces_training_by_evaluate(tmp_path):
@@ -200,9 +242,8 @@ def test_smoke_run_of_every_table(table, tmp_path, capsys):
 
 
 def test_paper_scale_gives_dact_its_own_depot_copies_on_cvrp_only():
-    cells = TABLES["tab2"].cells("paper", {})
-    for cell in cells:
-        step = cell.steps[0]
-        rate = step[step.index("--depot-rate") + 1] if "--depot-rate" in step else None
-        assert rate == ("0.2" if cell.column == "CVRP-100" else None), cell.id
-    assert not any("--depot-rate" in c.steps[0] for c in TABLES["tab2"].cells("cpu", {}))
+    for cell in TABLES["tab2"].cells("paper", {})[::14]:
+        rate = _config_of(cell.steps[0]).model.depot_rate
+        assert rate == (0.2 if cell.column == "CVRP-100" else None), cell.id
+    cpu = _config_of(TABLES["tab2"].cells("cpu", {})[0].steps[0])
+    assert cpu.num_customers == 20 and cpu.model.depot_rate == 0.5      # VRP-DACT's CVRP-20

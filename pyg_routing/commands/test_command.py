@@ -11,6 +11,8 @@ refused: the model comes from the checkpoint.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,31 +96,14 @@ def parse_test_command(prog: str, description: str, argv: Sequence[str],
         raise ValueError(f"--backbone {named} conflicts with checkpoint {path}, which is a "
                          f"{trained} policy")
     cls = backbones.get(named).config_class
-    others = {b: backbones.get(b).config_class for b in backbones.available() if b != named}
-    parser = CommandParser(prog=prog, description=description,
-                           foreign=foreign_options(cls, others), backbone=named)
-    add_config_options(parser, "recipe or overlay (its problem, data and test sections)")
-    parser.add_argument("--backbone", choices=tuple(backbones.available()), default=named,
-                        help="the backbone (default: the checkpoint's)")
-    parser.add_class_arguments(cls, nested_key=None, sub_configs=False)
-    parser.add_class_arguments(ReferenceOptions, "reference", sub_configs=False)
-    workers = parser.add_argument_group("Workers: where the jobs run")
-    workers.add_argument("--accelerator", choices=("auto", "cpu", "gpu"), default="auto",
-                         help="where a trained policy runs (auto: a GPU if available)")
-    workers.add_argument("--workers", type=count(1), default=1,
-                         help="worker processes per node (with --accelerator gpu: one GPU "
-                              "each)")
-    workers.add_argument("--num_nodes", type=count(1), default=1, help="machines")
-    workers.add_argument("--threads", type=count(1), default=None,
-                         help="repair threads per worker (default: cores / workers)")
-    add_options(parser)
-    if defaults:
-        parser.set_defaults(defaults)
+    parser = test_parser(prog, description, cls, tuple(backbones.available()), add_options,
+                         tuple(sorted((defaults or {}).items())))
+    start: list[str] = []
     if ckpt is not None:                    # the model's own recipe: its test protocol
         stored = {k: v for k, v in ckpt["hyper_parameters"].items() if k != "backbone"}
         theirs = cls.create(**stored).to_dict()
-        parser.set_defaults(_dotted({k: theirs[k] for k in READS if k in theirs}))
-    namespace = parser.parse_args(list(argv))
+        start = ["--config", json.dumps({k: theirs[k] for k in READS if k in theirs})]
+    namespace = parser.parse_args([*start, *argv])
     mine = {key for key in option_keys(cls)
             if key.split(".")[0] in READS or key in READS}
     for key in option_keys(cls):
@@ -134,14 +119,32 @@ def parse_test_command(prog: str, description: str, argv: Sequence[str],
     return TestCommand(cls(**values), namespace, given, ckpt)
 
 
-def _dotted(nested: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in nested.items():
-        if isinstance(value, dict):
-            out.update(_dotted(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
+@functools.lru_cache(maxsize=16)
+def test_parser(prog: str, description: str, cls: type[BackboneConfig],
+                registered: tuple[str, ...], add_options: Callable[[CommandParser], None],
+                defaults: tuple[tuple[str, Any], ...]) -> CommandParser:
+    """The parser of a test command for one backbone (built once per process)."""
+    others = {b: backbones.get(b).config_class for b in registered if b != cls.backbone}
+    parser = CommandParser(prog=prog, description=description,
+                           foreign=foreign_options(cls, others), backbone=cls.backbone)
+    add_config_options(parser, "recipe or overlay (its problem, data and test sections)")
+    parser.add_argument("--backbone", choices=registered, default=cls.backbone,
+                        help="the backbone (default: the checkpoint's)")
+    parser.add_class_arguments(cls, nested_key=None, sub_configs=False)
+    parser.add_class_arguments(ReferenceOptions, "reference", sub_configs=False)
+    workers = parser.add_argument_group("Workers: where the jobs run")
+    workers.add_argument("--accelerator", choices=("auto", "cpu", "gpu"), default="auto",
+                         help="where a trained policy runs (auto: a GPU if available)")
+    workers.add_argument("--workers", type=count(1), default=1,
+                         help="worker processes per node (with --accelerator gpu: one GPU "
+                              "each)")
+    workers.add_argument("--num_nodes", type=count(1), default=1, help="machines")
+    workers.add_argument("--threads", type=count(1), default=None,
+                         help="repair threads per worker (default: cores / workers)")
+    add_options(parser)
+    if defaults:
+        parser.set_defaults(dict(defaults))
+    return parser
 
 
 def add_instance_options(p: CommandParser) -> None:

@@ -11,6 +11,7 @@ as released (its recipe says ``pe: none``), never another backbone's defaults.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,11 +92,7 @@ def parse_recipe_command(prog: str, description: str, argv: Sequence[str],
         recipe = default_recipe(backbone, argv, cls)
         if recipe is not None:
             start = ["--config", str(recipes.path(recipe))]
-    others = {b: backbones.get(b).config_class for b in backbones.available() if b != backbone}
-    parser = CommandParser(prog=prog, description=description,
-                           foreign=foreign_options(cls, others), backbone=backbone)
-    add_recipe(parser, cls, list(backbones.available()))
-    add_options(parser)
+    parser = recipe_parser(prog, description, cls, tuple(backbones.available()), add_options)
     namespace = parser.parse_args([*start, *argv])
     values = config_values(namespace, cls)
     if config_overrides is not None:
@@ -130,6 +127,21 @@ def announce(command: RecipeCommand) -> None:
     if command.default_recipe:
         notice(f"recipe {command.recipe} (the shipped recipe of {c.backbone} {c.problem}-"
                f"{c.num_customers}; --config chooses another)")
+
+
+@functools.lru_cache(maxsize=32)
+def recipe_parser(prog: str, description: str, cls: type[BackboneConfig],
+                  registered: tuple[str, ...],
+                  add_options: Callable[[CommandParser], None]) -> CommandParser:
+    """The parser of a recipe command for one backbone's configuration ``cls`` (built
+    once per process: reading the dataclasses' docstrings is most of the cost)."""
+    others = {b: backbones.get(b).config_class for b in registered
+              if b != cls.backbone}
+    parser = CommandParser(prog=prog, description=description,
+                           foreign=foreign_options(cls, others), backbone=cls.backbone)
+    add_recipe(parser, cls, list(registered))
+    add_options(parser)
+    return parser
 
 
 def print_config(command: RecipeCommand, extra: dict[str, Any] | None = None) -> str:

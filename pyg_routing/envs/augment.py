@@ -24,8 +24,8 @@ def check_augment(num: int, distinct: bool = True) -> None:
     if isinstance(num, bool) or not isinstance(num, int) or num < 1:
         raise ValueError(f"augment must be an integer >= 1, got {num!r}")
     if distinct and num > len(SYMMETRIES):
-        raise ValueError(f"augment must be an integer in 1..{len(SYMMETRIES)} (the distinct "
-                         f"symmetries of the square), got {num!r}")
+        raise ValueError(f"augment must be an integer in 1..{len(SYMMETRIES)}, got {num!r} "
+                         f"(the distinct symmetries of the square)")
 
 
 def random_symmetries(num: int, generator: torch.Generator | None = None) -> list[int]:

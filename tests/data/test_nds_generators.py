@@ -296,10 +296,10 @@ def test_cli_generate_with_a_preset(tmp_path, capsys):
 
     args = ["generate", "--problem", "pcvrp", "--num-customers", "20", "--num-instances",
             "2", "--seed", "1234", "--root", str(tmp_path), "--json"]
-    assert main([*args, "--preset", "nds", "--exact"]) == 0
+    assert main([*args, "--data.preset", "nds", "--exact"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["params"]["preset"] == "nds" and "pcvrp20_nds_" in out["path"]
     assert main([*args, "--exact"]) == 2
-    assert "needs an nds preset" in capsys.readouterr().err
-    assert main([*args, "--preset", "nds", "--distribution", "clustered"]) == 2
+    assert "needs an nds --data.preset" in capsys.readouterr().err
+    assert main([*args, "--data.preset", "nds", "--distribution", "clustered"]) == 2
     assert "preset 'paper' only" in capsys.readouterr().err

@@ -69,12 +69,13 @@ def test_gps_only_settings_are_refused_for_nds_own_encoder():
 
 
 def test_the_cli_takes_encoder_for_n2s_and_nds_and_refuses_it_for_dact(tmp_path, capsys):
-    common = ["--accelerator", "cpu", "--no-progress", "--epochs", "1", "--batches-per-epoch",
-              "1", "--batch-size", "2", "--val-size", "2", "--out", str(tmp_path)]
+    common = ["--trainer.accelerator", "cpu", "--no-progress", "--train.epochs", "1",
+              "--train.batches-per-epoch", "1", "--train.batch-size", "2",
+              "--validate.instances", "2", "--out", str(tmp_path)]
     assert cli(["train", "--backbone", "n2s", "--problem", "pdtsp", "--num-customers", "6",
-                "--encoder", "gps", "--local-mp", "undirected", "--dim", "16", "--pe-dim",
-                "8", "--t-train", "2", "--n-step", "2", "--val-steps", "2", *common]) == 0
-    assert cli(["train", "--backbone", "dact", "--encoder", "gps", *common]) == 2
-    assert "--encoder is an option of the n2s and nds backbones" in capsys.readouterr().err
-    assert cli(["train", "--backbone", "nds", "--local-mp", "none", *common]) == 2
-    assert "the nds encoder has no such setting" in capsys.readouterr().err
+                "--model.encoder", "gps", "--model.local-mp", "undirected", "--model.dim",
+                "16", "--encoding.dim", "8", "--train.t-train", "2", "--train.n-step", "2",
+                "--validate.steps", "2", *common]) == 0
+    assert cli(["train", "--backbone", "nds", "--model.local-mp", "none", *common]) == 2
+    assert ("--model.local_mp is an option of the gps encoder; --model.encoder native has no "
+            "such setting") in capsys.readouterr().err

@@ -25,13 +25,14 @@ def test_probe_command_takes_open_routes_and_refuses_them_for_tsp(tmp_path, caps
     from pyg_routing.cli import main
 
     code = main(["probe", "spearman", "--problem", "cvrp", "--num-customers", "8",
-                 "--instances", "4", "--open-routes", "--solver", "nearest_neighbor",
+                 "--instances", "4", "--data.open-routes", "true", "--solver",
+                 "nearest_neighbor",
                  "--encodings", "builtin", "--pairs", "500", "--root", str(tmp_path),
                  "--no-progress", "--json"])
     out = capsys.readouterr()
     assert code == 0 and "IPE (open: half period)" in out.out
     code = main(["probe", "spearman", "--problem", "tsp", "--num-customers", "8",
-                 "--instances", "4", "--open-routes", "--root", str(tmp_path)])
+                 "--instances", "4", "--data.open-routes", "true", "--root", str(tmp_path)])
     assert code == 2 and "has no generator option 'open_routes'" in capsys.readouterr().err
 
 

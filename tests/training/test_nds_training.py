@@ -50,30 +50,33 @@ def _trainer(**kw):
 
 def test_config_has_nds_defaults():
     cfg = NDSConfig()
-    assert (cfg.problem, cfg.num_customers, cfg.pe, cfg.preset, cfg.init) == \
-        ("cvrp", 100, "none", "nds", "nds")
-    assert (cfg.dim, cfg.heads, cfg.num_layers, cfg.batch_size) == (128, 8, 4, 64)
-    assert (cfg.rollouts, cfg.remove, cfg.recreate, cfg.warmup_steps, cfg.iterations) == \
+    m, t, v = cfg.model, cfg.train, cfg.validate
+    # NDS always starts from its own construction: it has no init option any more
+    assert (cfg.problem, cfg.num_customers, cfg.pe, cfg.data.preset) == \
+        ("cvrp", 100, "none", "nds")
+    assert not hasattr(t, "init")
+    assert (m.dim, m.heads, m.layers, t.batch_size) == (128, 8, 4, 64)
+    assert (t.rollouts, t.remove, t.recreate, t.warmup_steps, t.iterations) == \
         (128, 15, 5, 10, 100)
-    assert (cfg.lr, cfg.weight_decay, cfg.val_rollouts, cfg.val_augment, cfg.val_steps) == \
-        (1e-4, 1e-6, 100, 8, 50)
-    assert cfg.data_options() == {"preset": "nds"}
+    assert (t.lr, t.weight_decay, v.rollouts, v.augment, v.steps) == (1e-4, 1e-6, 100, 8, 50)
+    assert cfg.data.generator_options() == {"preset": "nds"}
     # NDS's network as released: 1,141,504 parameters on CVRP
     assert sum(p.numel() for p in NDSLightning(pe="none").policy.parameters()) == 1_141_504
 
 
 @pytest.mark.parametrize("bad, match", [
     ({"problem": "tsp"}, "supports cvrp, vrptw, pcvrp, not 'tsp'"),
-    ({"local_mp": "none"}, "--local-mp is an option of the GPS encoder"),
-    ({"remove": 200}, "--remove 200 exceeds the 100 customers"),
-    ({"rollouts": 2000}, "must be <= 1024"),
-    ({"init": "random"}, "starts from nds"),
-    ({"num_layers": 1}, "--layers must be >= 2"),
-    ({"lr": 0.0}, "--lr must be > 0"),
+    ({"local_mp": "none"}, "--model.local_mp is an option of the gps encoder"),
+    ({"remove": 200}, "--train.remove 200 exceeds the 100 customers"),
+    ({"rollouts": 2000}, "--train.rollouts must be <= 1024"),
+    ({"init": "random"}, "the nds configuration has no option 'init'"),   # NDS starts from nds
+    ({"num_layers": 1}, "--model.layers must be >= 2"),
+    ({"lr": 0.0}, "--train.lr must be > 0"),
 ])
 def test_config_refusals_name_the_option(bad, match):
+    # the removal size is checked against the size when the recipe is trained
     with pytest.raises((ValueError, RoutingError), match=match):
-        NDSConfig(**bad)
+        NDSConfig.create(**bad).check_training()
 
 
 def test_winner_takes_all_loss_on_a_toy_case():
@@ -138,12 +141,15 @@ def test_resume_is_exact(tmp_path):
         assert torch.equal(a, b)
 
 
-_NDS_ARGV = ["--layers", "2", "--dim", "16", "--heads", "2", "--pe-dim", "8",
-             "--num-bands", "2", "--batch-size", "3", "--rollouts", "6", "--remove", "4",
-             "--warmup-steps", "1", "--iterations", "2", "--val-steps", "1",
-             "--val-rollouts", "4", "--val-augment", "2", "--preset", "paper",
-             "--batches-per-epoch", "1", "--val-size", "2", "--epochs", "1",
-             "--accelerator", "cpu", "--no-progress", "--json"]
+_NDS_ARGV = ["--model.layers", "2", "--model.dim", "16", "--model.heads", "2",
+             "--encoding.dim", "8", "--encoding.num-bands", "2", "--train.batch-size", "3",
+             "--train.rollouts", "6", "--train.remove", "4", "--train.warmup-steps", "1",
+             "--train.iterations", "2", "--validate.steps", "1", "--validate.rollouts", "4",
+             "--validate.augment", "2", "--data.preset", "paper",
+             "--train.batches-per-epoch", "1", "--validate.instances", "2",
+             "--train.epochs", "1", "--trainer.accelerator", "cpu",
+             # NDS's recipe (nds/cvrp100, the next size up) trains with AMP, a GPU's
+             "--trainer.precision", "32-true", "--no-progress", "--json"]
 
 
 @pytest.fixture(scope="module")
@@ -160,11 +166,11 @@ def test_search_with_the_trained_policy_returns_checked_solutions(nds_checkpoint
     policy = load_policy(nds_checkpoint, expect_problem="cvrp", expect_backbone="nds")
     assert type(policy).__name__ == "NDSPolicy" and policy.encoder.pe == "ipexpe"
     code, out, err = run_cli(capsys, "search", "--destroy", "policy", "--checkpoint",
-                          nds_checkpoint, "--problem", "cvrp", "--num-customers", "12",
-                          "--instances", "2", "--time-limit", "30", "--iterations", "2",
-                          "--augment", "2", "--rollouts", "5", "--remove", "4",
-                          "--accelerator", "cpu", "--no-progress", "--json",
-                          "--out", str(tmp_path / "s"))
+                             nds_checkpoint, "--problem", "cvrp", "--num-customers", "12",
+                             "--test.instances", "2", "--test.seconds", "30", "--test.steps",
+                             "2", "--test.augment", "2", "--test.rollouts", "5",
+                             "--test.remove", "4", "--accelerator", "cpu", "--no-progress",
+                             "--json", "--out", str(tmp_path / "s"))
     assert code == 0, err
     res = json.loads(out)
     assert res["destroy"].startswith("PolicyDestroy(k=4")
@@ -178,27 +184,28 @@ def test_policy_search_errors_are_clear(nds_checkpoint, tmp_path, capsys):
     code, _, err = run_cli(capsys, "search", "--destroy", "policy", "--num-customers", "12")
     assert code == 2 and "--destroy policy needs --checkpoint" in err
     code, _, err = run_cli(capsys, "search", "--destroy", "policy", "--checkpoint",
-                        nds_checkpoint, "--problem", "vrptw", "--num-customers", "12")
+                           nds_checkpoint, "--problem", "vrptw", "--num-customers", "12")
     assert code == 2 and "trained with problem 'cvrp', but 'vrptw'" in err
     code, _, err = run_cli(capsys, "search", "--destroy", "sisr", "--checkpoint",
-                        nds_checkpoint, "--num-customers", "12")
+                           nds_checkpoint, "--num-customers", "12")
     assert code == 2 and "--destroy sisr takes none" in err
     # evaluate is every backbone's test command: an NDS checkpoint runs its
     # destroy-and-repair search, one budget per instance, with NDS's own options only
     code, out, err = run_cli(capsys, "evaluate", "--checkpoint", nds_checkpoint,
-                             "--instances", "2", "--steps", "2", "--augment", "2",
-                             "--rollouts", "4", "--reference", "none", "--no-progress",
-                             "--out", str(tmp_path / "eval"), "--json")
+                             "--test.instances", "2", "--test.steps", "2", "--test.augment",
+                             "2", "--test.rollouts", "4", "--reference.solver", "none",
+                             "--no-progress", "--out", str(tmp_path / "eval"), "--json")
     assert code == 0, err
     res = json.loads(out)
     assert res["backbone"] == "nds" and res["rollouts"] == 4 and len(res["rows"]) == 2
     assert all(r["iterations"] == 2 for r in res["rows"])
     assert res["cost"] <= res["initial_cost"] + 1e-9
-    code, _, err = run_cli(capsys, "evaluate", "--checkpoint", nds_checkpoint, "--init",
-                           "random", "--reference", "none")
-    assert code == 2 and "--init is an option of the dact and n2s backbones" in err
+    code, _, err = run_cli(capsys, "evaluate", "--checkpoint", nds_checkpoint, "--test.init",
+                           "random", "--reference.solver", "none")
+    assert code == 2 and "--test.init is an option of the dact and n2s backbones; the nds " \
+                         "backbone has no such option" in err
     code, _, err = run_cli(capsys, "evaluate", "--checkpoint", nds_checkpoint, "--backbone",
-                           "dact", "--reference", "none")
+                           "dact", "--reference.solver", "none")
     assert code == 2 and "conflicts with checkpoint" in err
     out = tmp_path / "dact"
     assert main(["train", "--backbone", "dact", "--problem", "cvrp", "--out", str(out),
@@ -206,8 +213,9 @@ def test_policy_search_errors_are_clear(nds_checkpoint, tmp_path, capsys):
     capsys.readouterr()
     dact = str(sorted(out.rglob("last.ckpt"))[0])
     code, _, err = run_cli(capsys, "search", "--destroy", "policy", "--checkpoint", dact,
-                        "--num-customers", "12")
-    assert code == 2 and "trained with backbone 'dact', but 'nds'" in err
+                           "--num-customers", "12")
+    # refused while parsing, before the checkpoint is loaded as a policy
+    assert code == 2 and f"conflicts with checkpoint {dact}, which is a dact policy" in err
     assert "Traceback" not in err
 
 
@@ -223,11 +231,11 @@ def test_cuda_mixed_precision_training_step():
 @pytest.mark.slow
 def test_compare_nds_trains_each_encoding_and_adds_destroy_baselines(tmp_path, capsys):
     code, out, err = run_cli(capsys, "compare", "--backbone", "nds", "--problem", "cvrp",
-                          "--num-customers", "10", "--pe", "ipexpe,none", *_NDS_ARGV,
-                          "--instances", "2", "--steps", "2", "--augment", "2",
-                          "--search-rollouts", "5", "--reference", "pyvrp",
-                          "--time-limit", "0.1", "--root", str(tmp_path / "data"),
-                          "--out", str(tmp_path))
+                             "--num-customers", "10", "--pe", "ipexpe,none", *_NDS_ARGV,
+                             "--test.instances", "2", "--test.steps", "2", "--test.augment",
+                             "2", "--test.rollouts", "5", "--reference.solver", "pyvrp",
+                             "--reference.seconds", "0.1", "--root", str(tmp_path / "data"),
+                             "--out", str(tmp_path))
     assert code == 0, err
     res = json.loads(out)
     rows = {r["encoding"]: r for r in res["rows"]}

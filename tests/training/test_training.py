@@ -258,7 +258,8 @@ def test_resume_from_the_last_checkpoint_of_model_checkpoint_is_exact(tmp_path):
         resumed, datamodule=_dm(), ckpt_path=tmp_path / "ck" / "last.ckpt")
     assert seen_resumed.seen == seen_straight.seen[2:]
     lr = resumed.optimizers().optimizer.param_groups[0]["lr"]
-    assert lr == pytest.approx(resumed.hparams.lr_actor * resumed.hparams.lr_decay)
+    train = resumed.hparams["train"]             # hyper-parameters are nested by section
+    assert lr == pytest.approx(train["lr_actor"] * train["lr_decay"])
     for a, b in zip(straight.parameters(), resumed.parameters()):
         assert torch.equal(a, b)
 

@@ -35,8 +35,10 @@ class Shard(NamedTuple):
         return f"{self.i}/{self.n}"
 
 
-def parse_shard(value: str) -> Shard:
-    """An argparse type: ``"i/n"`` with ``1 <= i <= n``."""
+def parse_shard(value: str | Shard) -> Shard:
+    """An option type: ``"i/n"`` with ``1 <= i <= n``."""
+    if isinstance(value, Shard):              # jsonargparse checks a parsed value again
+        return value
     try:
         i, n = (int(part) for part in value.split("/"))
     except ValueError:
