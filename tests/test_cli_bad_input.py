@@ -178,11 +178,12 @@ def test_the_grammar_records_the_options_typed_with_their_spelling():
      "--test.remove: the random destroy removes 15 customers per set by default, more than "
      "the 10 customers"),
     (["evaluate", "--backbone", "nds", "--policy", "sisr", "--num-customers", "10",
-      "--data.preset", "paper", "--test.remove", "11", "--test.instances", "1", "--test.steps", "1"],
+      "--data.preset", "paper", "--test.remove", "11", "--test.instances", "1",
+      "--test.steps", "1"],
      "--test.remove 11 exceeds the 10 customers of the instances"),
     (["evaluate", "--backbone", "nds", "--policy", "random", "--num-customers", "10",
-      "--data.preset", "paper", "--test.instances", "1", "--test.steps", "1"], "--test.remove: the random destroy "
-                                                     "removes 15"),
+      "--data.preset", "paper", "--test.instances", "1", "--test.steps", "1"],
+     "--test.remove: the random destroy removes 15"),
     # generated-dataset options given to `solve --instance`
     (["solve", "--instance", "X-n101-k25", "--num-customers", "10"],
      "--num-customers 10 does not apply with --instance"),
