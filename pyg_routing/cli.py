@@ -53,7 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pyg-routing: error: unknown command {name!r}; choose from "
               f"{', '.join(COMMANDS)}", file=sys.stderr)
         return 2
+    import warnings
+
+    # a deprecation inside Lightning's own helpers (torch 2.13), not ours to act on
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is "
+                                              r"deprecated")
     from pyg_routing.commands.grammar import normalize
+    from pyg_routing.errors import RunInterrupted
     from pyg_routing.training.fit import one_line
 
     module = importlib.import_module(f"pyg_routing.commands.{COMMANDS[name][0]}")
@@ -74,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             else contextlib.nullcontext()
         with quiet:
             result = module.run(parsed)
+    except RunInterrupted as exc:       # told to stop: a resumable checkpoint, non-zero
+        print(f"pyg-routing {name}: {one_line(exc)}", file=sys.stderr)
+        return exc.exit_status
     except refused as exc:
         print(f"pyg-routing {name}: error: {one_line(exc)}", file=sys.stderr)
         return 2

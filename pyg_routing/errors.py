@@ -54,6 +54,14 @@ class UntrustedFileError(CorruptFileError):
     would run code from the file. The message names the file and the type."""
 
 
+class RunInterrupted(RoutingError):
+    """A run stopped before its end because it was told to (SIGTERM: a scheduler's
+    preemption, ``timeout``); the message says where its resumable checkpoint is.
+    Commands exit with :attr:`exit_status` (128 + SIGTERM, as a killed process)."""
+
+    exit_status = 143
+
+
 def where(instance: str | int | None = None, route: int | None = None,
           node: int | None = None) -> str:
     """Format a location prefix such as ``"instance 3, route 1, node 17: "``."""

@@ -68,6 +68,7 @@ class RecipeCommand:
     recipe: str | None                # the shipped recipe it started from, if any
     extra: dict[str, Any] = field(default_factory=dict)   # a command's own parse results
     default_recipe: bool = False      # the recipe was chosen for it (no --config)
+    notes: list[str] = field(default_factory=list)   # notices to print when it starts
 
 
 def parse_recipe_command(prog: str, description: str, argv: Sequence[str],
@@ -97,13 +98,34 @@ def parse_recipe_command(prog: str, description: str, argv: Sequence[str],
     values = config_values(namespace, cls)
     if config_overrides is not None:
         values = config_overrides(values)
-    config = cls(**values)
     given = typed(argv)
+    notes = []
+    values, note = cpu_precision(values, given)
+    if note:
+        notes.append(note)
+    config = cls(**values)
     if config_overrides is None:        # one encoding (compare checks its list itself)
         refuse_encoding_options(given, config.pe)
         config.check_training()
     return RecipeCommand(config, namespace, given, recipe,
-                         default_recipe=full is None and recipe is not None)
+                         default_recipe=full is None and recipe is not None, notes=notes)
+
+
+def cpu_precision(values: dict[str, Any], given: dict[str, str]
+                  ) -> tuple[dict[str, Any], str | None]:
+    """A recipe's float16 mixed precision (NDS's AMP) on a run that will be on the CPU:
+    full precision instead, and the notice that says so. Typed by the user, the
+    precision is kept (and refused by the trainer check, naming it)."""
+    import torch
+
+    trainer = values.get("trainer") or {}
+    precision, accelerator = str(trainer.get("precision")), trainer.get("accelerator", "auto")
+    on_cpu = accelerator == "cpu" or (accelerator == "auto" and not torch.cuda.is_available())
+    if precision not in ("16", "16-mixed") or not on_cpu or "trainer.precision" in given:
+        return values, None
+    return ({**values, "trainer": {**trainer, "precision": "32-true"}},
+            f"the recipe's --trainer.precision {precision} needs a GPU; this CPU run uses "
+            f"32-true")
 
 
 def refuse_encoding_options(given: dict[str, str], names: str | Sequence[str]) -> None:
@@ -127,6 +149,8 @@ def announce(command: RecipeCommand) -> None:
     if command.default_recipe:
         notice(f"recipe {command.recipe} (the shipped recipe of {c.backbone} {c.problem}-"
                f"{c.num_customers}; --config chooses another)")
+    for note in command.notes:
+        notice(note)
 
 
 @functools.lru_cache(maxsize=32)

@@ -97,7 +97,9 @@ class RoutingDataset(InMemoryDataset):
         self.num_workers = num_workers
         self.progress = progress
         _drop_corrupt_bookkeeping(osp.join(osp.expanduser(osp.normpath(root)), "processed"))
-        super().__init__(root, transform, pre_transform, force_reload=force_reload)
+        # PyG's "Processing... Done!" lines only with a progress display
+        super().__init__(root, transform, pre_transform, force_reload=force_reload,
+                         log=progress)
         self.meta: dict[str, Any] = {}
         try:
             self._load_cache()

@@ -7,7 +7,7 @@
 * :class:`DestroyRepairSearch` (:mod:`.destroy_repair`): NDS's augmented simulated
   annealing with any destroy provider or a learned removal policy.
 * Budgets as stopping criteria (:mod:`.stop`): :class:`MaxIterations`,
-  :class:`MaxRuntime`, :class:`FirstOf`.
+  :class:`MaxRuntime`, :class:`FirstOf`, :class:`WhenRequested`.
 * One temperature schedule (:class:`TemperatureSchedule`), one result
   (:class:`SearchResult`), one gap rule (:func:`gap_percent`).
 """
@@ -28,11 +28,12 @@ from pyg_routing.search.stop import (
     MaxIterations,
     MaxRuntime,
     StoppingCriterion,
+    WhenRequested,
     budget,
     check_stop,
 )
 
 __all__ = ["Acceptance", "AlwaysAccept", "DestroyRepairSearch", "FirstOf", "ImprovementOnly",
            "MaxIterations", "MaxRuntime", "Search", "SearchResult", "SimulatedAnnealing",
-           "StepSearch", "StoppingCriterion", "TemperatureSchedule", "budget", "check_stop",
-           "gap_percent", "improve", "instance_gap_percent", "sync_slots"]
+           "StepSearch", "StoppingCriterion", "TemperatureSchedule", "WhenRequested", "budget",
+           "check_stop", "gap_percent", "improve", "instance_gap_percent", "sync_slots"]

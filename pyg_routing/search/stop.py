@@ -12,6 +12,8 @@ serves any number of searches.
   the iteration running when the limit passes is finished.
 * :class:`FirstOf`: stop when any of its criteria does (progress: the largest of
   theirs, so an annealing schedule ends with whichever budget ends first).
+* :class:`WhenRequested`: stop once a callable says so (a run's own budget or a
+  signal, asked inside a training run's validation; progress: 0).
 
 As in PyVRP's ``pyvrp.stop`` package, the budget is an object handed to the search,
 not ``steps`` / ``time_limit`` arguments threaded through every loop.
@@ -20,6 +22,7 @@ not ``steps`` / ``time_limit`` arguments threaded through every loop.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -88,6 +91,20 @@ class FirstOf:
 
     def __repr__(self) -> str:
         return f"FirstOf({', '.join(map(repr, self.criteria))})"
+
+
+@dataclass(frozen=True)
+class WhenRequested:
+    """Stop once ``requested()`` returns true (e.g. the training run was asked to stop:
+    its time budget passed or it received SIGTERM); it takes no part in progress."""
+
+    requested: Callable[[], bool]
+
+    def __call__(self, iterations: int, seconds: float) -> bool:
+        return bool(self.requested())
+
+    def progress(self, iterations: int, seconds: float) -> float:
+        return 0.0
 
 
 def check_stop(stop: object) -> StoppingCriterion:

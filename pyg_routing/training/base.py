@@ -32,8 +32,9 @@ from torch import Tensor
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.envs import ImprovementEnv
 from pyg_routing.models import ImprovementPolicy
-from pyg_routing.search import MaxIterations, Search, StepSearch
+from pyg_routing.search import FirstOf, MaxIterations, Search, StepSearch, WhenRequested
 from pyg_routing.training.config import BackboneConfig
+from pyg_routing.training.stopping import stop_requested
 
 _MOD = 2**62
 
@@ -107,6 +108,12 @@ class ImprovementLightning(L.LightningModule):
         return StepSearch(self.env, init=self.config.train.init,
                           greedy=not self.config.validate.sample)
 
+    # ------------------------------------------------------------------ stopping
+    def stop_requested(self) -> bool:
+        """Whether the run was asked to stop (its time budget passed, or SIGTERM):
+        learning rules ask between chunks of a batch (:mod:`.stopping`)."""
+        return stop_requested(self._trainer)
+
     # ------------------------------------------------------------------ seeds
     def batch_seed(self, batch_idx: int, epoch: int | None = None) -> int:
         """Seed of all randomness of training batch ``(epoch, batch_idx)`` on this rank."""
@@ -169,12 +176,24 @@ class ImprovementLightning(L.LightningModule):
                 sch.step()
 
     # ------------------------------------------------------------------ validation
-    def validation_step(self, batch: RoutingInstances, batch_idx: int) -> Tensor:
-        """Search for ``val_steps`` iterations (:meth:`validation_search`, seeded by
-        ``seed + batch_idx``); logs ``val/cost`` (mean best cost) and ``val/init_cost``."""
-        res = self.validation_search().run(batch, self.policy,
-                                           MaxIterations(self.config.validate.steps),
+    def validation_step(self, batch: RoutingInstances, batch_idx: int) -> Tensor | None:
+        """Search for ``validate.steps`` iterations (:meth:`validation_search`, seeded by
+        ``seed + batch_idx``); logs ``val/cost`` (mean best cost) and ``val/init_cost``.
+
+        Lightning's sanity check before training runs the search on two instances for
+        two iterations (a check of the pipeline, in seconds) and records nothing. A run
+        asked to stop (:meth:`stop_requested`) ends the search early and records
+        nothing either (a shorter search is not comparable)."""
+        steps = self.config.validate.steps
+        if self.trainer.sanity_checking:
+            self.validation_search().run(batch[:2], self.policy, MaxIterations(min(steps, 2)),
+                                         seed=self.config.seed + batch_idx)
+            return None
+        stop = FirstOf(MaxIterations(steps), WhenRequested(self.stop_requested))
+        res = self.validation_search().run(batch, self.policy, stop,
                                            seed=self.config.seed + batch_idx)
+        if res.iterations < steps:         # cut short by the run's stop: not comparable
+            return None
         # the mean in the search's own dtype, logged as float32 on this device
         cost = res.cost.mean().float().to(self.device)
         self.log("val/cost", cost, prog_bar=True, batch_size=len(batch), sync_dist=True)

@@ -5,14 +5,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pathlib import Path
+
 import lightning as L
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 
 
 class ValidationCurve(L.Callback):
     """Records ``(seconds since fit start, epoch, global step, mean validation cost)``
-    after every validation pass, the sanity check included (the untrained policy,
-    recorded at 0 s) when it covers the whole validation set.
+    after every validation pass (not Lightning's sanity check, a two-instance check of
+    the pipeline that returns no cost).
 
     The mean is weighted by batch size and read from what
     :meth:`~pyg_routing.training.ppo.DACTLightning.validation_step` returns (the
@@ -45,18 +48,26 @@ class ValidationCurve(L.Callback):
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule
                                 ) -> None:
-        if not self._count:
+        if not self._count or trainer.sanity_checking:
             return
-        sanity = trainer.sanity_checking
-        if sanity and self._count < _val_size(trainer):
-            return                       # a partial sanity pass is not comparable
         self.points.append({
-            "seconds": 0.0 if sanity else time.perf_counter() - self._start,
+            "seconds": time.perf_counter() - self._start,
             "epoch": float(trainer.current_epoch), "step": float(trainer.global_step),
             "cost": self._sum / self._count})
 
 
-def _val_size(trainer: L.Trainer) -> int:
-    dm = getattr(trainer, "datamodule", None)
-    size = getattr(getattr(dm, "hparams", None), "val_size", None)
-    return int(size) if size is not None else 0
+
+class BestCheckpoint(ModelCheckpoint):
+    """``checkpoints/best.ckpt``: the weights of the lowest ``val/cost`` so far. A
+    validation that recorded no cost (cut short because the run was told to stop) keeps
+    the best so far instead of failing (Lightning's own callback refuses a pass without
+    its monitored key)."""
+
+    def __init__(self, dirpath: str | Path) -> None:
+        super().__init__(dirpath=dirpath, filename="best", monitor="val/cost", mode="min",
+                         save_top_k=1, enable_version_counter=False)
+
+    def _save_topk_checkpoint(self, trainer: L.Trainer,
+                              monitor_candidates: dict[str, torch.Tensor]) -> None:
+        if self.monitor in monitor_candidates:
+            super()._save_topk_checkpoint(trainer, monitor_candidates)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -174,8 +175,12 @@ def fit(config: BackboneConfig, out: Path, *, max_minutes: float | None = None,
     import lightning as L
     from lightning.pytorch.callbacks import ModelCheckpoint
     from lightning.pytorch.loggers import CSVLogger
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
 
+    from pyg_routing.errors import RunInterrupted
     from pyg_routing.training.datamodule import RoutingDataModule
+    from pyg_routing.training.callbacks import BestCheckpoint
+    from pyg_routing.training.stopping import RunBudget
 
     config.check_training()
     t = config.trainer
@@ -200,27 +205,41 @@ def fit(config: BackboneConfig, out: Path, *, max_minutes: float | None = None,
                              seed=config.seed, val_seed=config.seed + VAL_SEED_OFFSET,
                              **config.data.generator_options())
     checkpoint = ModelCheckpoint(dirpath=out / "checkpoints", save_last=True)
+    budget = RunBudget(max_minutes, out / "checkpoints" / "last.ckpt")
     # A second, separate callback keeps the weights of the lowest validation cost as
     # checkpoints/best.ckpt (overwritten in place), leaving last.ckpt's schedule and
     # the exact-resume path as they are.
-    best = ModelCheckpoint(dirpath=out / "checkpoints", filename="best", monitor="val/cost",
-                           mode="min", save_top_k=1, enable_version_counter=False)
+    best = BestCheckpoint(out / "checkpoints")
     with quiet_lightning(not verbose):
         trainer = L.Trainer(
             max_epochs=config.train.epochs, accelerator=t.accelerator, devices=devices,
             strategy=t.strategy, precision=t.precision, default_root_dir=out,
-            logger=CSVLogger(out, name="logs"), callbacks=[checkpoint, best, *callbacks],
-            max_time=None if max_minutes is None else {"seconds": 60.0 * max_minutes},
+            logger=CSVLogger(out, name="logs"),
+            callbacks=[budget, checkpoint, best, *callbacks],
             log_every_n_steps=max(1, min(50, config.train.batches_per_epoch)),
-            enable_progress_bar=progress, enable_model_summary=verbose)
+            enable_progress_bar=shows_progress(progress), enable_model_summary=verbose)
         start = time.perf_counter()
-        trainer.fit(model, data, ckpt_path=resume, weights_only=not trust)
+        try:
+            trainer.fit(model, data, ckpt_path=resume, weights_only=not trust)
+        except SIGTERMException:
+            raise RunInterrupted(
+                f"stopped by SIGTERM after {trainer.global_step} optimizer steps (epoch "
+                f"{trainer.current_epoch}); resume with --resume {budget.saved}"
+                if budget.saved else "stopped by SIGTERM before the first batch ended; "
+                "nothing to resume") from None
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
     best_score = best.best_model_score
     return {"checkpoint": checkpoint.last_model_path, "best_checkpoint": best.best_model_path,
             "best_val_cost": None if best_score is None else float(best_score),
             "epochs": trainer.current_epoch, "global_step": trainer.global_step,
-            "seconds": time.perf_counter() - start, "metrics": metrics}
+            "seconds": time.perf_counter() - start, "metrics": metrics,
+            "stopped_by": budget.stopped_by}
+
+
+def shows_progress(wanted: bool = True) -> bool:
+    """Whether to draw progress bars: when wanted and stderr is a terminal (redrawn bars
+    in a log file are noise)."""
+    return bool(wanted) and sys.stderr.isatty()
 
 
 @contextlib.contextmanager

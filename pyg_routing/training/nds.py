@@ -246,6 +246,8 @@ class NDSLightning(ImprovementLightning):
             self.policy.train()
             losses, rewards = [], []
             for _ in range(c.iterations):     # each iteration starts from the last one's
+                if self.stop_requested() and losses:  # budget spent or SIGTERM
+                    break
                 obs = destroy.observe(work.state)
                 sets, log_prob, _ = self.policy(obs, c.rollouts, c.remove, generator=gen)
                 res = self.env.improve(work, sets.cpu().numpy(), rng)

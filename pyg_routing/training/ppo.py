@@ -211,6 +211,8 @@ class PPOLightning(ImprovementLightning):
             total_reward = torch.zeros_like(init_cost)
             logs: dict[str, Tensor] = {}
             for _ in range(cfg.t_train // cfg.n_step):
+                if self.stop_requested():       # budget spent or SIGTERM: end the batch
+                    break
                 obs, actions, rollout, rewards = [], [], [], []
                 for _ in range(cfg.n_step):
                     with torch.no_grad():

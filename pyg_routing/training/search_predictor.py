@@ -164,11 +164,16 @@ def run_jobs(jobs: list[SearchJob], predictor: SearchPredictor, out: Path, *,
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("rows_rank*.json"):
         old.unlink()
-    trainer = L.Trainer(accelerator=accelerator, devices=devices, num_nodes=num_nodes,
-                        logger=False, enable_checkpointing=False, enable_model_summary=False,
-                        enable_progress_bar=progress, callbacks=[RowWriter(out)])
-    loader = DataLoader(jobs, batch_size=1, shuffle=False, collate_fn=first_item)
-    trainer.predict(predictor, dataloaders=loader, return_predictions=False)
+    from pyg_routing.training.fit import quiet_lightning, shows_progress
+
+    with quiet_lightning():
+        trainer = L.Trainer(accelerator=accelerator, devices=devices, num_nodes=num_nodes,
+                            logger=False, enable_checkpointing=False,
+                            enable_model_summary=False,
+                            enable_progress_bar=shows_progress(progress),
+                            callbacks=[RowWriter(out)])
+        loader = DataLoader(jobs, batch_size=1, shuffle=False, collate_fn=first_item)
+        trainer.predict(predictor, dataloaders=loader, return_predictions=False)
     if trainer.world_size > 1:
         trainer.strategy.barrier()        # every worker has written its results
     if trainer.global_rank != 0:

@@ -34,16 +34,18 @@ def test_train_writes_a_checkpoint_and_finite_metrics(checkpoint):
 
 @pytest.mark.slow
 def test_evaluate_a_checkpoint_and_the_random_baseline(checkpoint, tmp_path, capsys):
-    common = ["--problem", "cvrp", "--num-customers", "8", "--instances", "3", "--steps", "6",
-              "--augment", "2", "--out", str(tmp_path / "eval"), "--json"]
-    code, out, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--reference", "pyvrp",
-                         "--time-limit", "0.1", "--root", str(tmp_path), *common)
+    common = ["--problem", "cvrp", "--num-customers", "8", "--test.instances", "3",
+              "--test.steps", "6", "--test.augment", "2", "--out", str(tmp_path / "eval"),
+              "--json"]
+    code, out, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--reference.solver",
+                         "pyvrp", "--reference.seconds", "0.1", "--root", str(tmp_path),
+                         *common)
     assert code == 0, err
     res = json.loads(out)
     assert res["cost"] <= res["initial_cost"] + 1e-9
     assert res["gap_percent"] > -1e-6       # PyVRP is at least as good on CVRP-8
-    code, out, _ = run(capsys, "evaluate", "--policy", "random", "--reference", "none",
-                       "--init", "random", *common)
+    code, out, _ = run(capsys, "evaluate", "--policy", "random", "--reference.solver", "none",
+                       "--test.init", "random", *common)
     res = json.loads(out)
     assert code == 0 and res["init"] == "random"
     assert res["cost"] <= res["initial_cost"] + 1e-9
@@ -52,28 +54,29 @@ def test_evaluate_a_checkpoint_and_the_random_baseline(checkpoint, tmp_path, cap
 @pytest.mark.slow
 def test_mismatched_checkpoints_and_bad_options_are_clear_errors(checkpoint, capsys):
     code, _, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--problem", "tsp",
-                       "--num-customers", "8", "--reference", "none")
+                       "--num-customers", "8", "--reference.solver", "none")
     assert code == 2 and "trained with problem 'cvrp'" in err
     code, _, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--num-customers", "20",
-                       "--reference", "none")
-    assert code == 2 and "trained on cvrp-8" in err and "--any-size" in err
-    code, _, err = run(capsys, "train", "--devices", "999", *TINY)
-    assert code == 2 and "more than the" in err
-    with pytest.raises(SystemExit) as exc:
-        main(["train", "--pe", "fourier"])
-    assert exc.value.code == 2
-    assert "invalid choice: 'fourier'" in capsys.readouterr().err
+                       "--reference.solver", "none")
+    assert code == 2 and "trained on cvrp-8" in err and "--any_size" in err
+    code, _, err = run(capsys, "train", "--trainer.devices", "999", *TINY)
+    assert code == 2 and "--trainer.devices 999 asks for more than the" in err
+    # main returns a usage error's status; --pe is a registry name, checked by the recipe
+    code, _, err = run(capsys, "train", "--pe", "fourier")
+    assert code == 2 and "--pe: unknown encoding 'fourier'" in err and err.count("\n") == 1
 
 
 @pytest.mark.slow
 def test_train_command_runs_plain_ddp_on_two_cpu_processes(tmp_path):
-    """`--devices 2 --strategy ddp`: Lightning re-launches the same command as rank 1."""
+    """`--trainer.devices 2 --trainer.strategy ddp`: Lightning re-launches the same
+    command as rank 1."""
     import os
     import subprocess
     import sys
 
     argv = [sys.executable, "-m", "pyg_routing.cli", "train", "--problem", "tsp", "--pe", "ipe",
-            "--devices", "2", "--strategy", "ddp", "--out", str(tmp_path), *TINY]
+            "--out", str(tmp_path), *TINY, "--trainer.devices", "2", "--trainer.strategy",
+            "ddp", "--verbose"]          # Lightning's own notices are shown with --verbose only
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
                           cwd=tmp_path)
@@ -85,45 +88,44 @@ def test_train_command_runs_plain_ddp_on_two_cpu_processes(tmp_path):
 
 @pytest.mark.slow
 def test_pe_init_reaches_the_checkpoint(tmp_path):
-    """--pe-init default is recorded and reloads with the trained weights."""
+    """--model.pe_init default is recorded and reloads with the trained weights."""
     from pyg_routing.training import load_policy
 
-    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--pe-init", "default",
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--model.pe_init", "default",
                  "--out", str(tmp_path / "default"), *TINY]) == 0
     (ckpt,) = Path(tmp_path / "default").rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipe")
     assert policy.encoder.pe_init == "default" and "pe_init='default'" in repr(policy.encoder)
     torch.testing.assert_close(dict(policy.state_dict()),
                                {k[len("policy."):]: v for k, v in _weights(ckpt).items()})
-    with pytest.raises(SystemExit):
-        main(["train", "--pe-init", "xavier", *TINY])
+    assert main(["train", "--model.pe_init", "xavier", *TINY]) == 2
 
 
-def test_pe_init_option_takes_a_number_and_refuses_a_bad_one_by_name(capsys):
-    from pyg_routing.cli import build_parser
-    from pyg_routing.training import DACTConfig
+def test_pe_init_option_takes_a_number_and_refuses_a_bad_one_by_name(tmp_path, capsys):
+    from pyg_routing.commands import compare, train
+    from pyg_routing.commands.grammar import normalize
 
-    for command in ("train", "compare"):
-        args = build_parser().parse_args([command, "--pe-init", "0.25"])
-        assert args.pe_init == 0.25 and DACTConfig.from_options(args, pe="none").pe_init == 0.25
-        assert DACTConfig.from_options(build_parser().parse_args([command]),
-                                       pe="none").pe_init == "zero"
-        with pytest.raises(SystemExit):
-            build_parser().parse_args([command, "--pe-init", "-1"])
-        assert "unknown pe_init '-1'" in capsys.readouterr().err
+    for command, module in (("train", train), ("compare", compare)):
+        config = module.parse(normalize(["--pe", "none", "--model.pe-init", "0.25"])).config
+        assert config.model.pe_init == 0.25
+        assert module.parse(normalize(["--pe", "none"])).config.model.pe_init == "zero"
+        code, _, err = run(capsys, command, "--model.pe_init", "-1", "--out", str(tmp_path))
+        assert code == 2 and "--model.pe_init: unknown pe_init '-1'" in err
+        assert err.count("\n") == 1 and not any(tmp_path.iterdir())
 
 
 @pytest.mark.slow
 def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path, capsys):
-    """--ipe-frequencies geometric reaches the policy's code, in the checkpoint and in
-    the search loop's observation; other encodings refuse it; a bad value is refused."""
+    """--encoding.ipe_frequencies geometric reaches the policy's code, in the checkpoint
+    and in the search loop's observation; other encodings refuse it; a bad value is
+    refused."""
     from pyg_routing.data import CVRPGenerator
     from pyg_routing.envs.two_opt import observe, reset, route_quantities
     from pyg_routing.functional import ipe
     from pyg_routing.training import DACTLightning, load_policy
 
-    argv = ["train", "--problem", "cvrp", "--pe", "ipexpe", "--ipe-frequencies", "geometric",
-            "--out", str(tmp_path / "geo"), *TINY]
+    argv = ["train", "--problem", "cvrp", "--pe", "ipexpe", "--encoding.ipe_frequencies",
+            "geometric", "--out", str(tmp_path / "geo"), *TINY]
     assert main(argv) == 0
     (ckpt,) = Path(tmp_path / "geo").rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipexpe")
@@ -138,22 +140,22 @@ def test_train_with_the_papers_geometric_ipe_frequencies(tmp_path, capsys):
                    route_pos=rq.route_pos).view(2, -1, 8)
     assert not torch.allclose(code[..., :8], harmonic)
     capsys.readouterr()
-    assert main(["train", "--problem", "cvrp", "--pe", "none", "--ipe-frequencies",
+    assert main(["train", "--problem", "cvrp", "--pe", "none", "--encoding.ipe_frequencies",
                  "geometric", "--out", str(tmp_path / "none"), *TINY]) == 2
-    assert "--ipe-frequencies is an option of the ipe and ipexpe encodings; --pe none has " \
-           "none of them" in capsys.readouterr().err
+    assert "--encoding.ipe_frequencies is an option of the ipe and ipexpe encodings; --pe " \
+           "none has none of them" in capsys.readouterr().err
     assert not (tmp_path / "none").exists()
     with pytest.raises(ValueError,
-                       match="--ipe-frequencies must be one of .*harmonic.*got 'linear'"):
+                       match="--encoding.ipe_frequencies must be one of .*harmonic.*got 'linear'"):
         DACTLightning(pe="ipe", ipe_frequencies="linear")
-    with pytest.raises(SystemExit):
-        main(["train", "--ipe-frequencies", "linear", *TINY])
+    assert main(["train", "--encoding.ipe_frequencies", "linear", *TINY]) == 2
+    assert "encoding.ipe_frequencies" in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_the_ablation_options_reach_the_checkpoint_and_the_search_code(tmp_path, capsys):
-    """--ipe-phase index and --xpe-aggregation median (Tabs. 8, 9) are in the
-    checkpoint, in the policy it loads and in the search loop's code; a resume must keep
+    """--encoding.ipe_phase index and --encoding.xpe_aggregation median (Tabs. 8, 9) are
+    in the checkpoint, in the policy it loads and in the search loop's code; a resume must keep
     them; encodings without the part and problems without demands refuse them."""
     from pyg_routing.data import CVRPGenerator, RoutingData
     from pyg_routing.envs.two_opt import observe, reset, to_routes
@@ -161,8 +163,9 @@ def test_the_ablation_options_reach_the_checkpoint_and_the_search_code(tmp_path,
     from pyg_routing.transforms import IPEXPE
 
     out = tmp_path / "variant"
-    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--ipe-phase", "index",
-                 "--xpe-aggregation", "median", "--out", str(out), *TINY]) == 0
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--encoding.ipe_phase",
+                 "index", "--encoding.xpe_aggregation", "median", "--out", str(out),
+                 *TINY]) == 0
     (ckpt,) = out.rglob("last.ckpt")
     node_pe = load_policy(ckpt, expect_pe="ipexpe").encoder.positional.node_pe
     assert (node_pe.ipe.phase, node_pe.xpe.aggregation) == ("index", "median")
@@ -178,13 +181,13 @@ def test_the_ablation_options_reach_the_checkpoint_and_the_search_code(tmp_path,
     capsys.readouterr()
     for argv, said in (
             (["--pe", "ipexpe", "--resume", str(ckpt)],
-             "ipe_phase='index' (this run: 'distance')"),
-            (["--pe", "sin", "--ipe-phase", "index"],
-             "--ipe-phase is an option of the ipe and ipexpe encodings; --pe sin"),
-            (["--pe", "ipe", "--xpe-aggregation", "mean"],
-             "--xpe-aggregation is an option of the xpe and ipexpe encodings; --pe ipe"),
-            (["--problem", "tsp", "--pe", "xpe", "--xpe-aggregation", "demand_mean"],
-             "--xpe-aggregation demand_mean weighs by demand; tsp has no demands")):
+             "encoding.ipe_phase='index' (this run: 'distance')"),
+            (["--pe", "sin", "--encoding.ipe_phase", "index"],
+             "--encoding.ipe_phase is an option of the ipe and ipexpe encodings; --pe sin"),
+            (["--pe", "ipe", "--encoding.xpe_aggregation", "mean"],
+             "--encoding.xpe_aggregation is an option of the xpe and ipexpe encodings; --pe ipe"),
+            (["--problem", "tsp", "--pe", "xpe", "--encoding.xpe_aggregation", "demand_mean"],
+             "--encoding.xpe_aggregation demand_mean weighs by demand; tsp has no demands")):
         code = main(["train", *(["--problem", "cvrp"] if "--problem" not in argv else []),
                      *argv, "--out", str(tmp_path / "refused"), *TINY])
         err = capsys.readouterr().err
@@ -194,16 +197,16 @@ def test_the_ablation_options_reach_the_checkpoint_and_the_search_code(tmp_path,
 
 @pytest.mark.slow
 def test_ipe_direction_reaches_the_code_and_a_resume_must_keep_it(tmp_path, capsys):
-    """--ipe-direction aware gives CVRP (invariant under auto) the sin/cos code, in
-    the search loop's observation; resuming it with another direction or other
+    """--encoding.ipe_direction aware gives CVRP (invariant under auto) the sin/cos code,
+    in the search loop's observation; resuming it with another direction or other
     frequencies is refused by name; a bad value is refused."""
     from pyg_routing.data import CVRPGenerator
     from pyg_routing.envs.two_opt import observe, reset, route_quantities
     from pyg_routing.functional import ipe
     from pyg_routing.training import DACTLightning, load_policy
 
-    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--ipe-direction", "aware",
-                 "--out", str(tmp_path / "aware"), *TINY]) == 0
+    assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--encoding.ipe_direction",
+                 "aware", "--out", str(tmp_path / "aware"), *TINY]) == 0
     (ckpt,) = Path(tmp_path / "aware").rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipexpe")
     assert policy.encoder.positional.node_pe.ipe.direction == "aware"
@@ -213,25 +216,26 @@ def test_ipe_direction_reaches_the_code_and_a_resume_must_keep_it(tmp_path, caps
     for direction, same in (("aware", True), ("invariant", False)):
         want = ipe(rq.cum_dist, rq.route_length, 8, direction, route_pos=rq.route_pos)
         assert torch.allclose(code, want.view(2, -1, 8)) is same
-    for option, said in ((["--ipe-direction", "invariant"],
-                          "ipe_direction='aware' (this run: 'invariant')"),
-                         (["--ipe-direction", "aware", "--ipe-frequencies", "geometric"],
-                          "ipe_frequencies='harmonic' (this run: 'geometric')")):
+    for option, said in ((["--encoding.ipe_direction", "invariant"],
+                          "encoding.ipe_direction='aware' (this run: 'invariant')"),
+                         (["--encoding.ipe_direction", "aware", "--encoding.ipe_frequencies",
+                           "geometric"],
+                          "encoding.ipe_frequencies='harmonic' (this run: 'geometric')")):
         code = main(["train", "--problem", "cvrp", "--pe", "ipexpe", *option, "--resume",
                      str(ckpt), "--out", str(tmp_path / "r"), *TINY])
         assert code == 2 and said in capsys.readouterr().err
     with pytest.raises(ValueError,
-                       match="--ipe-direction must be one of .*auto.*aware.*got 'both'"):
+                       match="--encoding.ipe_direction must be one of .*auto.*aware.*got 'both'"):
         DACTLightning(pe="ipe", ipe_direction="both")
-    with pytest.raises(SystemExit):
-        main(["train", "--ipe-direction", "both", *TINY])
+    assert main(["train", "--encoding.ipe_direction", "both", *TINY]) == 2
+    assert "encoding.ipe_direction" in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_train_a_plain_transformer_encoder_round_trips_through_the_checkpoint(tmp_path):
     from pyg_routing.training import load_policy
 
-    assert main(["train", "--problem", "tsp", "--pe", "ipexpe", "--no-local-mp",
+    assert main(["train", "--problem", "tsp", "--pe", "ipexpe", "--model.local_mp", "none",
                  "--out", str(tmp_path), *TINY]) == 0
     (ckpt,) = Path(tmp_path).rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="tsp", expect_pe="ipexpe")
@@ -242,11 +246,11 @@ def test_train_a_plain_transformer_encoder_round_trips_through_the_checkpoint(tm
 
 @pytest.mark.slow
 def test_local_mp_reaches_the_checkpoint_and_a_resume_must_keep_it(tmp_path, capsys):
-    """--local-mp undirected round-trips; resuming into another local_mp is refused
+    """--model.local_mp undirected round-trips; resuming into another local_mp is refused
     by name."""
     from pyg_routing.training import load_policy
 
-    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--local-mp", "undirected",
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--model.local_mp", "undirected",
                  "--out", str(tmp_path / "u"), *TINY]) == 0
     (ckpt,) = Path(tmp_path / "u").rglob("last.ckpt")
     policy = load_policy(ckpt)
@@ -257,13 +261,13 @@ def test_local_mp_reaches_the_checkpoint_and_a_resume_must_keep_it(tmp_path, cap
                  "--out", str(tmp_path / "r"), *TINY])
     err = capsys.readouterr().err
     assert code == 2 and f"cannot resume {ckpt}" in err
-    assert "local_mp='undirected' (this run: 'directed')" in err
+    assert "model.local_mp='undirected' (this run: 'directed')" in err
     assert not (tmp_path / "r").exists()          # refused before anything is written
-    code = main(["train", "--problem", "cvrp", "--pe", "none", "--local-mp", "undirected",
-                 "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])
+    code = main(["train", "--problem", "cvrp", "--pe", "none", "--model.local_mp",
+                 "undirected", "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])
     assert code == 2 and "pe='ipe' (this run: 'none')" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["train", "--local-mp", "both", *TINY])
+    assert main(["train", "--model.local_mp", "both", *TINY]) == 2
+    assert "model.local_mp" in capsys.readouterr().err
 
 
 def _weights(ckpt: Path) -> dict:
@@ -272,10 +276,10 @@ def _weights(ckpt: Path) -> dict:
 
 @pytest.mark.slow
 def test_train_resume_continues_like_an_uninterrupted_run(checkpoint, tmp_path):
-    """`train --epochs 2 --resume last.ckpt` (the 1-epoch run of the fixture) ends
+    """`train --train.epochs 2 --resume last.ckpt` (the 1-epoch run of the fixture) ends
     with the weights of a straight 2-epoch run: same batches, same decayed lr."""
     args = list(TINY)
-    args[args.index("--epochs") + 1] = "2"
+    args[args.index("--train.epochs") + 1] = "2"
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     assert main(["train", "--problem", "cvrp", "--pe", "ipexpe", "--out", str(straight),
                  *args]) == 0
