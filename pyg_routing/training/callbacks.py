@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 import torch

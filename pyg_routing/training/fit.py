@@ -178,8 +178,8 @@ def fit(config: BackboneConfig, out: Path, *, max_minutes: float | None = None,
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     from pyg_routing.errors import RunInterrupted
-    from pyg_routing.training.datamodule import RoutingDataModule
     from pyg_routing.training.callbacks import BestCheckpoint
+    from pyg_routing.training.datamodule import RoutingDataModule
     from pyg_routing.training.stopping import RunBudget
 
     config.check_training()
