@@ -27,3 +27,23 @@ def test_readme_python_blocks_run_as_a_script(tmp_path):
                          text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "README blocks ran" in run.stdout
+
+
+def test_readme_command_lines_parse_with_the_grammar():
+    """Every ``pyg-routing train|compare`` line of the README's shell blocks is a valid
+    command line of today's grammar (parsed, not run)."""
+    import importlib
+
+    from pyg_routing.commands.grammar import normalize
+
+    shell = "\n".join(re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S))
+    lines = [seg.strip().split("#")[0].split(">")[0].split()
+             for line in shell.splitlines() for seg in line.split("&&")
+             if seg.strip().startswith("pyg-routing ")]
+    checked = 0
+    for argv in lines:
+        if argv[1] in ("train", "compare"):
+            module = importlib.import_module(f"pyg_routing.commands.{argv[1]}")
+            module.parse(normalize(argv[2:]))
+            checked += 1
+    assert checked >= 3
