@@ -302,3 +302,9 @@ def test_search_workers_this_machine_does_not_have_are_one_line(argv, message, t
 def test_compare_refuses_a_bad_option_before_it_writes_or_trains(argv, message, tmp_path,
                                                                  monkeypatch, capsys):
     _refused(argv, message, tmp_path, monkeypatch, capsys)
+
+
+def test_a_family_the_generators_lack_is_refused_before_lightning_writes(tmp_path, monkeypatch,
+                                                                       capsys):
+    _refused(["train", "--backbone", "nds", "--data.costs", "streets"],
+             "of preset 'nds' has no generator option 'costs'", tmp_path, monkeypatch, capsys)

@@ -247,3 +247,31 @@ def test_paper_scale_gives_dact_its_own_depot_copies_on_cvrp_only():
         assert rate == (0.2 if cell.column == "CVRP-100" else None), cell.id
     cpu = _config_of(TABLES["tab2"].cells("cpu", {})[0].steps[0])
     assert cpu.num_customers == 20 and cpu.model.depot_rate == 0.5      # VRP-DACT's CVRP-20
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"[]", "not a reproduce result file (a JSON list, not an object)"),
+    (b"\x80\x81\x00garbage", "not a reproduce result file"),
+    (None, "not a finished reproduce result (no table values)"),
+])
+def test_a_damaged_result_file_is_one_line_naming_it(content, message, tmp_path, capsys):
+    cell = TABLES["tab1"].cells("smoke", {})[0]
+    path = cells_module.result_path(tmp_path, cell, "smoke")
+    path.parent.mkdir(parents=True)
+    if content is None:                    # the right cell, but no values
+        content = json.dumps(cells_module.definition(cell, "smoke")).encode()
+    path.write_bytes(content)
+    for argv in (["--out", str(tmp_path)], ["--collect", "--out", str(tmp_path)]):
+        assert main(["reproduce", "tab1", "--scale", "smoke", *argv]) == 2
+        err = capsys.readouterr().err
+        assert str(path) in err and message in err and err.count("\n") == 1, err
+
+
+def test_collect_from_a_missing_folder_is_refused_by_name(tmp_path, capsys):
+    there = tmp_path / "there"
+    there.mkdir()
+    code = main(["reproduce", "tab1", "--scale", "smoke", "--out", str(tmp_path / "m"),
+                 "--collect", str(there), str(tmp_path / "gone")])
+    assert code == 2
+    assert f"--collect: no such folder {tmp_path / 'gone'}" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()

@@ -103,8 +103,14 @@ class BackboneConfig(Section):
                              f"{self.problem} has no demands")
 
     def check_training(self) -> None:
-        """Refuse what this configuration cannot train (a test command, which reads only
-        the problem, data and test sections, does not call it)."""
+        """Refuse what this configuration cannot train, before anything is written: an
+        instance family its generators do not have (``--data.costs streets`` with NDS's
+        preset). Subclasses add their own checks; a test command, which reads only the
+        problem, data and test sections, does not call it."""
+        from pyg_routing.data.generators import make_generator
+
+        make_generator(self.problem, self.num_customers, seed=0,
+                       **self.data.generator_options())
 
     # ------------------------------------------------------------------ structure
     @classmethod

@@ -195,6 +195,7 @@ class NDSConfig(BackboneConfig):
         DeconstructionEnv(self.train.recreate).check_problem(self.problem)
 
     def check_training(self) -> None:
+        super().check_training()
         if self.train.remove > self.num_customers:
             raise ValueError(f"--train.remove {self.train.remove} exceeds the "
                              f"{self.num_customers} customers per instance")

@@ -111,6 +111,9 @@ def run(parsed: Parsed) -> dict[str, Any]:
     out = Path(args.out)
     if args.collect is not None:
         sources = [Path(p) for p in args.collect] or [out]
+        missing = [str(p) for p in sources if not p.is_dir()]
+        if missing:
+            raise ValueError(f"--collect: no such folder {', '.join(missing)}")
         return {"mode": "collect", **collect(spec, cells, args.scale, out, sources)}
     trainer = {"accelerator": args.accelerator or ACCELERATOR[args.scale],
                **{k: getattr(args, k) for k in TRAINER_OPTIONS[1:]

@@ -168,17 +168,30 @@ def read_result(path: Path, cell: Cell, scale: str) -> dict[str, Any] | None:
         return None
     try:
         record = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not a reproduce result file ({err}); remove it") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: not a reproduce result file (a JSON "
+                         f"{type(record).__name__}, not an object); remove it")
     want = definition(cell, scale)
     if record.get("scale") != scale:
         raise ValueError(f"{path}: written at --scale {record.get('scale')}, not {scale}; "
                          f"use another --out")
     if {k: record.get(k) for k in want} != want:
         raise ValueError(f"{path}: written by another definition of cell {cell.id} "
-                         f"({' | '.join(' '.join(s) for s in record.get('commands', []))}); "
-                         f"remove it to rerun the cell")
+                         f"({_shown(record.get('commands'))}); remove it to rerun the cell")
+    values = record.get("values")
+    if not isinstance(values, dict) or not all(isinstance(v, dict) for v in values.values()):
+        raise ValueError(f"{path}: not a finished reproduce result (no table values); remove "
+                         f"it to rerun the cell")
     return record
+
+
+def _shown(commands: Any) -> str:
+    """A result file's command lines, however it stored them."""
+    if isinstance(commands, list) and all(isinstance(c, list) for c in commands):
+        return " | ".join(" ".join(map(str, c)) for c in commands)
+    return repr(commands)
 
 
 def write_atomic(path: Path, record: dict[str, Any]) -> None:

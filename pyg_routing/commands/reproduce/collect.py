@@ -103,9 +103,11 @@ def figure(spec: TableSpec, lines: Sequence[dict[str, Any]], path: Path) -> bool
     import matplotlib.pyplot as plt
     import numpy as np
 
+    import textwrap
+
     rows = [(r, label) for r, label in spec.rows if r != "reference"]
     fig, axes = plt.subplots(1, len(spec.columns), squeeze=False,
-                             figsize=(2.0 + 0.45 * len(rows) * len(spec.columns), 4.0))
+                             figsize=(2.5 + 0.5 * len(rows) * len(spec.columns), 4.6))
     by = {(x["row"], x["column"]): x for x in lines if x["metric"] == "gap_percent"}
     pos = np.arange(len(rows))
     for ax, column in zip(axes[0], spec.columns):
@@ -119,9 +121,13 @@ def figure(spec: TableSpec, lines: Sequence[dict[str, Any]], path: Path) -> bool
         ax.set_xticks(pos, [label for _, label in rows], rotation=60, ha="right", fontsize=7)
         ax.set_title(column, fontsize=9)
         ax.set_ylabel("gap to reference (%)")
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"{spec.name}: {spec.title}", fontsize=9)
-    fig.tight_layout()
+    # the legend above the panels and a wrapped title, so neither covers nor is clipped
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", ncol=2, fontsize=7, frameon=False)
+    width = max(40, int(fig.get_figwidth() * 11))
+    fig.suptitle("\n".join(textwrap.wrap(f"{spec.name}: {spec.title}", width)), fontsize=9,
+                 x=0.02, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
