@@ -100,10 +100,10 @@ def figure(spec: TableSpec, lines: Sequence[dict[str, Any]], path: Path) -> bool
     import matplotlib
 
     matplotlib.use("Agg")
+    import textwrap
+
     import matplotlib.pyplot as plt
     import numpy as np
-
-    import textwrap
 
     rows = [(r, label) for r, label in spec.rows if r != "reference"]
     fig, axes = plt.subplots(1, len(spec.columns), squeeze=False,
