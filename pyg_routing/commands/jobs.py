@@ -80,11 +80,15 @@ def generated_jobs(spec: Generated, size: int = 1) -> list[SearchJob]:
 
 def x_jobs(data_dir: str | None, names: str | None = None,
            max_customers: int | None = None) -> list[SearchJob]:
-    """The CVRPLib X instances of ``data_dir`` (``names``: comma-separated; at most
-    ``max_customers``), coordinates / 1000, each with its BKS (an instance missing from
+    """The CVRPLib X instances of ``data_dir`` (``names``: comma-separated, or ``paper``:
+    the 84 of the paper's Tab. 7; at most ``max_customers``), coordinates / 1000, each with its BKS (an instance missing from
     ``bks.csv`` is refused by name)."""
     from pyg_routing.data.benchmarks import BenchmarkDataset
 
+    if names is not None and names.strip().lower() == "paper":
+        from pyg_routing.probes.paper_nds_values import x_table
+
+        names = ",".join(x_table())            # the paper's 84 instances (Tab. 7)
     chosen = None if names is None else [n.strip() for n in names.split(",") if n.strip()]
     ds = BenchmarkDataset(data_dir, "x", names=chosen, with_solutions=False)
     jobs: list[SearchJob] = []

@@ -156,7 +156,8 @@ def add_instance_options(p: CommandParser) -> None:
     g.add_argument("--data_dir", default=None, help="folder of the benchmark files "
                    "(default: $PYG_ROUTING_DATA, else the bundled files)")
     g.add_argument("--names", default=None,
-                   help="comma-separated benchmark instances (default: all)")
+                   help="comma-separated benchmark instances, or paper: the 84 of the paper's "
+                        "Tab. 7 (default: all)")
     g.add_argument("--max_customers", type=count(1), default=None,
                    help="benchmark instances with at most this many customers")
     g.add_argument("--root", default="data", help="dataset cache of the references")
