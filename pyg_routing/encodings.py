@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from torch_geometric.transforms import BaseTransform
@@ -141,6 +140,19 @@ class EncodingSpec:
     num_bands: int = 4
     options: Mapping[str, Any] = field(default_factory=dict)
 
+    def shaping(self) -> dict[str, Any]:
+        """What of this encoding shapes a model's weights and inputs, by option name
+        (``dim`` and ``num_bands`` only where the code's width reads them, and the
+        transform's options): a resumed run must match these."""
+        out: dict[str, Any] = {}
+        if self.kind == "node" and self.name not in ("lap", "rwse"):
+            out["dim"] = self.dim
+        if self.name in ("xpe", "ipexpe"):
+            out["num_bands"] = self.num_bands
+        names = {keyword: option for option, (keyword, _) in OPTIONS.items()}
+        out.update({names[k]: v for k, v in self.options.items()})
+        return out
+
     @property
     def name(self) -> str:
         return self.info.name
@@ -171,7 +183,7 @@ def resolve(name: str | EncodingSpec, *, dim: int = 32, num_bands: int = 4,
         raise ValueError(f"unknown encoding option(s) {', '.join(unknown)}; the options are "
                          f"{', '.join(OPTIONS)}")
     kwargs = {OPTIONS[k][0]: v for k, v in options.items() if info_.name in OPTIONS[k][1]}
-    return EncodingSpec(info_, int(dim), int(num_bands), MappingProxyType(kwargs))
+    return EncodingSpec(info_, int(dim), int(num_bands), kwargs)
 
 
 def takers(option: str) -> tuple[str, ...]:

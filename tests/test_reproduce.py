@@ -133,7 +133,8 @@ def test_every_training_cell_resolves_through_the_grammar(scale):
 
 def test_paper_cells_run_the_shipped_recipes():
     tab5 = {c.id: c for c in TABLES["tab5"].cells("paper", {})}
-    config = _config_of(tab5["cvrp-500__ipexpe__s2"].steps[0])
+    # where it runs at paper scale (reproduce adds the GPU): the recipe's mixed precision
+    config = _config_of((*tab5["cvrp-500__ipexpe__s2"].steps[0], "--trainer.accelerator", "gpu"))
     assert (config.backbone, config.problem, config.num_customers, config.pe) == \
         ("nds", "cvrp", 500, "ipexpe")
     # NDS's own test set, the paper's training schedule and mixed precision

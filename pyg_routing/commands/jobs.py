@@ -81,7 +81,8 @@ def generated_jobs(spec: Generated, size: int = 1) -> list[SearchJob]:
 def x_jobs(data_dir: str | None, names: str | None = None,
            max_customers: int | None = None) -> list[SearchJob]:
     """The CVRPLib X instances of ``data_dir`` (``names``: comma-separated, or ``paper``:
-    the 84 of the paper's Tab. 7; at most ``max_customers``), coordinates / 1000, each with its BKS (an instance missing from
+    the 84 of the paper's Tab. 7; at most ``max_customers``), coordinates / 1000, each
+    with its BKS (an instance missing from
     ``bks.csv`` is refused by name)."""
     from pyg_routing.data.benchmarks import BenchmarkDataset
 

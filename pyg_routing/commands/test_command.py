@@ -99,10 +99,11 @@ def parse_test_command(prog: str, description: str, argv: Sequence[str],
     parser = test_parser(prog, description, cls, tuple(backbones.available()), add_options,
                          tuple(sorted((defaults or {}).items())))
     start: list[str] = []
+    model: dict[str, Any] = {}
     if ckpt is not None:                    # the model's own recipe: its test protocol
         stored = {k: v for k, v in ckpt["hyper_parameters"].items() if k != "backbone"}
-        theirs = cls.create(**stored).to_dict()
-        start = ["--config", json.dumps({k: theirs[k] for k in READS if k in theirs})]
+        model = cls.create(**stored).to_dict()
+        start = ["--config", json.dumps({k: model[k] for k in READS if k in model})]
     namespace = parser.parse_args([*start, *argv])
     mine = {key for key in option_keys(cls)
             if key.split(".")[0] in READS or key in READS}
@@ -113,8 +114,10 @@ def parse_test_command(prog: str, description: str, argv: Sequence[str],
                              f"(the model comes from --checkpoint)")
     values = config_values(namespace, cls)
     if ckpt is not None:
-        stored = {k: v for k, v in ckpt["hyper_parameters"].items() if k != "backbone"}
-        model = cls.create(**stored).to_dict()
+        asked = str(values["problem"]).lower()
+        if asked != model["problem"]:
+            raise ValueError(f"checkpoint {path} was trained with problem "
+                             f"{model['problem']!r}, but {asked!r} was expected (--problem)")
         values = {**model, **{k: values[k] for k in READS}}
     return TestCommand(cls(**values), namespace, given, ckpt)
 

@@ -8,7 +8,6 @@ its configuration (``config_class``), environment (``make_env``) and policy
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -63,18 +62,8 @@ def get(name: str) -> type[ImprovementLightning]:
     return _BACKBONES[name]
 
 
-#: How a command line user passes ``trust=True`` (see :func:`add_trust_option`).
-TRUST_OPTION = "--trust-checkpoint"
-
-
-def add_trust_option(p: argparse.ArgumentParser) -> None:
-    """``--trust-checkpoint`` (``args.trust_checkpoint``), for every command that reads
-    a checkpoint: load it the old way, with full unpickling."""
-    p.add_argument(TRUST_OPTION, dest="trust_checkpoint", action="store_true",
-                   help="UNSAFE: load the checkpoint with full unpickling, which runs code "
-                        "from the file; only for files you made or trust. Without it, a "
-                        "checkpoint is read as data (tensors, numbers, strings, containers) "
-                        "and one that needs anything else is refused")
+#: How a command line user passes ``trust=True``
+TRUST_OPTION = "--trust_checkpoint"
 
 
 def read_checkpoint(path: str | Path, map_location: Any = "cpu", *,

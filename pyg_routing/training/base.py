@@ -159,8 +159,8 @@ class ImprovementLightning(L.LightningModule):
                              f"hyper-parameters are not a {self.config.backbone} "
                              f"configuration ({err})") from None
         ours = self.config.architecture()
-        diff = [f"{k}={theirs[k]!r} (this run: {ours[k]!r})" for k in ours
-                if theirs[k] != ours[k]]
+        diff = [f"{k}={theirs.get(k)!r} (this run: {ours.get(k)!r})"
+                for k in dict.fromkeys([*ours, *theirs]) if theirs.get(k) != ours.get(k)]
         if diff:
             raise ValueError(f"cannot resume {path or 'the checkpoint'}: it was trained with "
                              + ", ".join(diff) + "; pass the same options to resume it")

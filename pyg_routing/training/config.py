@@ -57,8 +57,9 @@ class BackboneConfig(Section):
 
     #: the backbone this configuration belongs to (set by subclasses)
     backbone: ClassVar[str] = ""
-    #: the options that shape the weights or what the first layer reads (dotted; a
-    #: section name stands for all its options): a resumed run must match these
+    #: the options that shape the weights or what the first layer reads (dotted;
+    #: ``encoding`` stands for the options the chosen encoding reads): a resumed run
+    #: must match these
     ARCHITECTURE: ClassVar[tuple[str, ...]] = (
         "problem", "pe", "encoding", "model.encoder", "model.dim", "model.heads",
         "model.layers", "model.local_mp")
@@ -133,8 +134,16 @@ class BackboneConfig(Section):
         return value.to_dict() if isinstance(value, Section) else value
 
     def architecture(self) -> dict[str, Any]:
-        """The :data:`ARCHITECTURE` values of this configuration."""
-        return {key: self.get(key) for key in self.ARCHITECTURE}
+        """The :data:`ARCHITECTURE` values of this configuration, one per option
+        (``encoding.ipe_phase``); of the encoding, only what it reads."""
+        out: dict[str, Any] = {}
+        for key in self.ARCHITECTURE:
+            if key == "encoding":
+                out.update({f"encoding.{k}": v
+                            for k, v in self.encoding_spec.shaping().items()})
+            else:
+                out[key] = self.get(key)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """The recipe as nested plain data (YAML, a checkpoint's hyper-parameters)."""

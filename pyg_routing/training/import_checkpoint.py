@@ -210,7 +210,7 @@ def import_nds(content: Any, *, problem: str | None = None, num_customers: int |
     size = num_customers or env_params.get("problem_size")
     if size is None:
         raise CorruptFileError(f"{name}: the file does not say its problem size; pass "
-                               f"num_customers (command line: --num-customers)")
+                               f"num_customers (command line: --num_customers)")
     first = _count(src.state, r"encoder\.layers\.(\d+)\.")
     layers = first + _count(src.state, r"encoder\.layers_2\.(\d+)\.")
     if first != layers // 2:
@@ -339,7 +339,7 @@ def import_original(original: str, path: str | Path, *, trust: bool = False,
         return import_nds(content, name=name, **options)
     if options.get("num_customers") is None:
         raise ValueError(f"{name}: an N2S checkpoint does not say its problem size; pass "
-                         f"num_customers (command line: --num-customers)")
+                         f"num_customers (command line: --num_customers)")
     return import_n2s(content, num_customers=options["num_customers"], name=name)
 
 

@@ -198,6 +198,14 @@ class DataOptions(Section):
     open_routes: bool = False
     """cvrp, vrptw: open routes (vehicles end at their last customer)"""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.costs != "streets":
+            for name, default in (("grid", DEFAULT_GRID), ("one_way", DEFAULT_ONE_WAY)):
+                if getattr(self, name) != default:
+                    raise ValueError(f"{self.flag(name)} {getattr(self, name)} applies to "
+                                     f"--data.costs streets only (costs {self.costs})")
+
     def generator_options(self) -> dict[str, Any]:
         """Extra ``make_generator`` arguments: the preset, cost model and open routes,
         only where they differ from the paper's (so a Euclidean configuration asks for
