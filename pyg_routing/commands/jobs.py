@@ -10,12 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from pyg_routing.commands.cost_options import COST_OPTIONS, add_cost_options, cost_kwargs
-from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.presets import PRESETS
-from pyg_routing.data.problems import Problem
 from pyg_routing.errors import InstanceFormatError
 from pyg_routing.search import gap_percent
 from pyg_routing.training.fit import (
@@ -148,25 +144,25 @@ def add_reference(args: argparse.Namespace, rows: list[dict[str, Any]], limit: f
 
 
 def x_jobs(args: argparse.Namespace) -> list[SearchJob]:
-    """The CVRPLib X instances (``--names``, ``--max-customers``), coordinates / 1000,
-    each with its BKS (an instance missing from ``bks.csv`` is refused by name)."""
-    from pyg_routing.data.benchmarks import BenchmarkDataset
+    """The CVRPLib X instances (``--names``, ``--max-customers``), in NDS's scale
+    (coordinates and any explicit matrix / 1000), each with its best-known value
+    (``bks.csv``, else its ``.sol`` file, else the paper's table; an instance none of
+    them knows is refused by name)."""
+    from pyg_routing.data.search_inputs import benchmark_search_instances
 
     names = None if args.names is None else [n.strip() for n in args.names.split(",")
                                              if n.strip()]
-    ds = BenchmarkDataset(args.data_dir, "x", names=names, with_solutions=False)
+    found = benchmark_search_instances("x", args.data_dir, names=names,
+                                       max_customers=args.max_customers, scale=X_SCALE)
     jobs: list[SearchJob] = []
-    for i in range(len(ds)):
-        data, name, path = ds[i], ds.instance_names[i], ds.paths[i]
-        if args.max_customers is not None and data.num_nodes - 1 > args.max_customers:
-            continue
-        if name not in ds.bks:
-            raise InstanceFormatError(f"{path}: instance {name!r} has no entry in "
-                                      f"{ds.folder / 'bks.csv'}")
-        pos = (data.raw_pos / X_SCALE).to(torch.get_default_dtype())
-        inst = RoutingInstances(Problem.CVRP, pos.unsqueeze(0), demand=data.demand.unsqueeze(0),
-                                capacity=data.capacity.reshape(1))
-        jobs.append(SearchJob(len(jobs), len(jobs), [name], inst, [data], [ds.bks[name]]))
+    for one in found:
+        if one.bks is None:
+            raise InstanceFormatError(
+                f"{one.path}: instance {one.name!r} has no best-known value: no entry in "
+                f"{one.path.parent / 'bks.csv'}, no solution file ({one.path.stem}.sol) "
+                f"and not in the paper's table of X instances")
+        jobs.append(SearchJob(len(jobs), len(jobs), [one.name], one.instances, [one.data],
+                              [one.bks]))
     if not jobs:
         raise ValueError(f"no X instance with at most {args.max_customers} customers")
     return jobs
