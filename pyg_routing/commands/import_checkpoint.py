@@ -15,7 +15,12 @@ from typing import Any
 
 from pyg_routing.training.backbones import add_trust_option
 from pyg_routing.training.fit import count
-from pyg_routing.training.import_checkpoint import ORIGINALS, import_original, write_checkpoint
+from pyg_routing.training.import_checkpoint import (
+    ORIGINALS,
+    check_out_path,
+    import_original,
+    write_checkpoint,
+)
 
 NDS_PROBLEMS = ("cvrp", "vrptw", "pcvrp")
 
@@ -45,7 +50,9 @@ def add_import_checkpoint_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_import_checkpoint(args: argparse.Namespace) -> dict[str, Any]:
-    """Import ``args.file`` and write ``args.out``; returns what was written."""
+    """Import ``args.file`` and write ``args.out``; returns what was written. A bad
+    ``--out`` is refused before the file is read, so nothing is written."""
+    check_out_path(args.out)
     options: dict[str, Any] = {"num_customers": args.num_customers}
     if args.original == "nds":
         options |= {"problem": args.problem, "heads": args.heads}
