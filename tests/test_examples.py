@@ -15,6 +15,22 @@ def test_data_quickstart_runs_and_prints_the_documented_values(tmp_path, capsys)
     assert lines[-1] == "27591.0"
 
 
+def test_search_my_instance_reports_the_files_own_cost(capsys):
+    """On an asymmetric EXPLICIT file: the printed cost is the matrix's sum over the routes
+    (in the file's units), and the gap is to the .sol beside it."""
+    from pyg_routing.data import RoutingData, load_instance
+
+    path = Path(__file__).resolve().parent / "data" / "explicit" / "asym6-full.vrp"
+    module = runpy.run_path(str(EXAMPLES / "search_my_instance.py"))
+    out = module["main"](str(path), iterations=30)
+    data = load_instance(path)
+    assert out["cost"] == float(RoutingData.from_routes(data, out["routes"]).cost())
+    assert out["cost"] == pytest.approx(out["search_cost"] * out["scale"], rel=1e-6)
+    assert out["bks"] == 51.0 and out["gap_percent"] == pytest.approx(
+        100 * (out["cost"] / 51.0 - 1))
+    assert f"cost {out['cost']:g} in the file's units" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_pyg_pipeline_example_trains(tmp_path, capsys):
     module = runpy.run_path(str(EXAMPLES / "pyg_pipeline.py"))

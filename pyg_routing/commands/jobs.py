@@ -6,14 +6,11 @@ and the run of the jobs as Lightning predictions
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.data.problems import Problem
 from pyg_routing.errors import InstanceFormatError
 from pyg_routing.search import gap_percent
 from pyg_routing.training.fit import check_trainer
@@ -81,31 +78,45 @@ def generated_jobs(spec: Generated, size: int = 1) -> list[SearchJob]:
 def x_jobs(data_dir: str | None, names: str | None = None,
            max_customers: int | None = None) -> list[SearchJob]:
     """The CVRPLib X instances of ``data_dir`` (``names``: comma-separated, or ``paper``:
-    the 84 of the paper's Tab. 7; at most ``max_customers``), coordinates / 1000, each
-    with its BKS (an instance missing from
-    ``bks.csv`` is refused by name)."""
-    from pyg_routing.data.benchmarks import BenchmarkDataset
+    the 84 of the paper's Tab. 7; at most ``max_customers``), in NDS's scale
+    (coordinates and any explicit matrix / 1000), each with its best-known value
+    (``bks.csv``, else its ``.sol`` file, else the paper's table; an instance none of
+    them knows is refused by name)."""
+    from pyg_routing.data.search_inputs import benchmark_search_instances
 
     if names is not None and names.strip().lower() == "paper":
         from pyg_routing.probes.paper_nds_values import x_table
 
         names = ",".join(x_table())            # the paper's 84 instances (Tab. 7)
     chosen = None if names is None else [n.strip() for n in names.split(",") if n.strip()]
-    ds = BenchmarkDataset(data_dir, "x", names=chosen, with_solutions=False)
+    found = benchmark_search_instances("x", data_dir, names=chosen,
+                                       max_customers=max_customers, scale=X_SCALE)
     jobs: list[SearchJob] = []
-    for i in range(len(ds)):
-        data, name, path = ds[i], ds.instance_names[i], ds.paths[i]
-        if max_customers is not None and data.num_nodes - 1 > max_customers:
-            continue
-        if name not in ds.bks:
-            raise InstanceFormatError(f"{path}: instance {name!r} has no entry in "
-                                      f"{ds.folder / 'bks.csv'}")
-        pos = (data.raw_pos / X_SCALE).to(torch.get_default_dtype())
-        inst = RoutingInstances(Problem.CVRP, pos.unsqueeze(0), demand=data.demand.unsqueeze(0),
-                                capacity=data.capacity.reshape(1))
-        jobs.append(SearchJob(len(jobs), len(jobs), [name], inst, [data], [ds.bks[name]]))
+    for one in found:
+        if one.bks is None:
+            raise InstanceFormatError(
+                f"{one.path}: instance {one.name!r} has no best-known value: no entry in "
+                f"{one.path.parent / 'bks.csv'}, no solution file ({one.path.stem}.sol) "
+                f"and not in the paper's table of X instances")
+        jobs.append(SearchJob(len(jobs), len(jobs), [one.name], one.instances, [one.data],
+                              [one.bks]))
     if not jobs:
         raise ValueError(f"no X instance with at most {max_customers} customers")
+    return jobs
+
+
+def instance_jobs(paths: Sequence[str], data_dir: str | None = None) -> list[SearchJob]:
+    """One job per instance file (``--instance FILE``, repeatable: any format the
+    readers know, or a bundled instance's name), in the file's own scale with its matrix
+    and open routes kept; the gap where a best-known value is known (``bks.csv``, a
+    ``.sol`` file beside it, the paper's X table), else none."""
+    from pyg_routing.data.search_inputs import load_search_instance
+
+    jobs: list[SearchJob] = []
+    for path in paths:
+        one = load_search_instance(path, data_dir=data_dir)
+        jobs.append(SearchJob(len(jobs), len(jobs), [one.name], one.instances, [one.data],
+                              [one.bks]))
     return jobs
 
 

@@ -29,6 +29,13 @@ from pyg_routing.data.route_quantities import (
     route_quantities,
 )
 from pyg_routing.data.routing_data import RoutingData
+from pyg_routing.data.search_inputs import (
+    SearchInstance,
+    benchmark_search_instances,
+    load_search_instance,
+    search_instances,
+)
+from pyg_routing.data.solvers.parallel import stack_instances
 
 __all__ = [
     "BenchmarkDataset",
@@ -44,17 +51,22 @@ __all__ = [
     "RoutingData",
     "RoutingDataset",
     "RoutingInstances",
+    "SearchInstance",
     "TSPGenerator",
     "VRPTWGenerator",
     "XCVRPGenerator",
+    "benchmark_search_instances",
     "capacity_for",
     "dense_route_quantities",
     "edge_index_from_successors",
     "edge_index_from_tours",
     "load_instance",
+    "load_search_instance",
     "load_nds_file",
     "make_generator",
     "nds_test_set",
     "read_bks",
     "route_quantities",
+    "search_instances",
+    "stack_instances",
 ]

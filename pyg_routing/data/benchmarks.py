@@ -20,6 +20,7 @@ import csv
 import os
 import re
 from collections.abc import Callable, Iterable
+from functools import cache
 from pathlib import Path
 
 from torch_geometric.data import InMemoryDataset
@@ -35,11 +36,15 @@ from pyg_routing.data.benchmark_io import (
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError, UnknownInstanceError
 
-__all__ = ["BUNDLED_DIR", "ENV_VAR", "BenchmarkDataset", "data_roots", "load_instance",
-           "read_bks", "read_routes", "resolve_instance", "resolve_solution", "search_dirs"]
+__all__ = ["BUNDLED_DIR", "ENV_VAR", "PAPER_X_TABLE", "BenchmarkDataset", "best_known_value",
+           "data_roots", "load_instance", "paper_x_bks", "read_bks", "read_routes",
+           "resolve_instance", "resolve_solution", "search_dirs"]
 
 #: Instances shipped with the package (see ``bundled/SOURCES.md``).
 BUNDLED_DIR = Path(__file__).resolve().with_name("bundled")
+#: The paper's CVRPLib X table (``tab:cvrplib-x``): the BKS of its 84 instances, with
+#: NDS's and IPE+XPE's objectives.
+PAPER_X_TABLE = BUNDLED_DIR / "paper" / "tab_cvrplib_x.csv"
 #: Environment variable naming extra data folders.
 ENV_VAR = "PYG_ROUTING_DATA"
 _SUBDIRS = ("", "cvrplib/X", "cvrplib", "solomon", "lilim")
@@ -210,6 +215,51 @@ def load_instance(path_or_name: PathLike, solution: PathLike | bool | None = Non
     return attach_solution(data, resolve_solution(solution, path, data_dir))
 
 
+# --------------------------------------------------------------------------- BKS
+@cache
+def paper_x_bks() -> dict[str, float]:
+    """The best-known values of the paper's 84 CVRPLib X instances (its bundled table,
+    :data:`PAPER_X_TABLE`): ``{name: bks}``."""
+    return read_bks(PAPER_X_TABLE)
+
+
+def best_known_value(path: PathLike, instance: RoutingData | None = None, *,
+                     folder_bks: dict[str, float] | None = None
+                     ) -> tuple[float, str] | None:
+    """The best-known value of the instance in file ``path`` and where it was read, or
+    ``None`` when nothing knows it. In this order:
+
+    1. ``folder_bks`` (a folder's ``bks.csv``, :func:`read_bks`; read here when
+       ``None`` and the file has a ``bks.csv`` beside it);
+    2. the cost of the routes of its solution file (the ``.sol`` beside it, the
+       ``solution_file`` column of ``bks.csv``, ``solutions/<name>.*``: what CVRPLib's
+       downloads ship), in the benchmark's own units and rounding; ``instance``
+       (the file as read, with or without a solution) saves reading it again;
+    3. the paper's table of CVRPLib X (:func:`paper_x_bks`), by name.
+
+    Raises:
+        InstanceFormatError: a ``bks.csv`` or solution file that cannot be read, naming it.
+        InvalidSolutionError: a solution file whose routes do not fit the instance.
+    """
+    path = Path(path)
+    if folder_bks is None:
+        csv_file = path.parent / "bks.csv"
+        folder_bks = read_bks(csv_file) if csv_file.is_file() else {}
+    data = instance if instance is not None else read_instance_file(path)
+    name = str(getattr(data, "name", path.stem))
+    for key in (name, path.stem):
+        if key in folder_bks:
+            return folder_bks[key], str(path.parent / "bks.csv")
+    if data.has_solution:
+        return float(data.cost()), "the instance's solution"
+    solution = _sibling_solution(path)
+    if solution is not None:
+        return float(attach_solution(data, solution).cost()), str(solution)
+    if name in paper_x_bks():
+        return paper_x_bks()[name], f"the paper's table ({PAPER_X_TABLE.name})"
+    return None
+
+
 # --------------------------------------------------------------------------- dataset
 def _natural_key(name: str) -> list:
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
@@ -263,7 +313,14 @@ class BenchmarkDataset(InMemoryDataset):
 
     Attributes:
         folder: the folder read; ``instance_names``, ``paths``: one per element;
-        ``bks``: the folder's ``bks.csv`` as ``{name: value}`` (empty if absent).
+        ``folder_bks``: the folder's ``bks.csv`` as ``{name: value}`` (empty if absent);
+        ``bks``: ``{name: best-known value}`` of the instances that have one, read
+        when first asked for by :func:`best_known_value` (the folder's ``bks.csv``,
+        else each instance's solution file, else the paper's X table);
+        ``bks_source``: where each value was read.
+
+    A folder needs the instance files only: ``bks.csv`` (columns ``instance`` and
+    ``bks``) and solution files are optional sources of the best-known values.
     """
 
     def __init__(self, root: PathLike | None = None, benchmark: str = "x",
@@ -304,8 +361,32 @@ class BenchmarkDataset(InMemoryDataset):
         self.paths = [f for f, _ in kept]
         data_list = [d for _, d in kept]
         self.instance_names = [str(d.name) for d in data_list]
-        self.bks = read_bks(self.folder) if (self.folder / "bks.csv").is_file() else {}
+        csv_file = self.folder / "bks.csv"
+        self.folder_bks = read_bks(csv_file) if csv_file.is_file() else {}
+        self._known: tuple[dict[str, float], dict[str, str]] | None = None
         self.data, self.slices = self.collate(data_list)
+
+    def _best_known(self) -> tuple[dict[str, float], dict[str, str]]:
+        if self._known is None:          # solution files are read when first needed
+            values: dict[str, float] = {}
+            sources: dict[str, str] = {}
+            for i, (name, path) in enumerate(zip(self.instance_names, self.paths)):
+                found = best_known_value(path, self.get(i), folder_bks=self.folder_bks)
+                if found is not None:
+                    values[name], sources[name] = found
+            self._known = (values, sources)
+        return self._known
+
+    @property
+    def bks(self) -> dict[str, float]:
+        """``{name: best-known value}`` (see the class docs); instances nothing knows
+        are left out."""
+        return self._best_known()[0]
+
+    @property
+    def bks_source(self) -> dict[str, str]:
+        """``{name: where its best-known value was read}``."""
+        return self._best_known()[1]
 
     @staticmethod
     def _folder(root: PathLike | None, key: str) -> Path:

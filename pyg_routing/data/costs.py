@@ -82,11 +82,15 @@ def close_open_routes(costs: Tensor, open_routes: Tensor | None) -> Tensor:
 def dense_costs(pos: Tensor, cost_matrix: Tensor | None = None,
                 open_routes: Tensor | None = None) -> Tensor:
     """``[B, N, N]`` travel costs of a dense batch by the rule of this module:
-    ``cost_matrix`` when given, else Euclidean distances of ``pos [B, N, 2]``;
-    arcs into the depot cost 0 where ``open_routes [B]`` is True."""
+    ``cost_matrix`` when given (an integer matrix in ``pos``'s dtype), else Euclidean
+    distances of ``pos [B, N, 2]``; arcs into the depot cost 0 where ``open_routes
+    [B]`` is True."""
     if cost_matrix is None:
         costs = euclidean_matrix(pos)
     else:
+        if not cost_matrix.is_floating_point():
+            # integer costs are exact; the searches add, compare and mask with inf
+            cost_matrix = cost_matrix.to(pos.dtype)
         n = cost_matrix.size(-1)
         eye = torch.eye(n, dtype=torch.bool, device=cost_matrix.device)
         costs = cost_matrix.masked_fill(eye, 0.0)               # the diagonal is ignored

@@ -19,7 +19,11 @@ from torch import Tensor
 
 from pyg_routing.data.feasibility import describe_unservable, unservable_alone
 from pyg_routing.data.problems import OPEN_ROUTE_PROBLEMS, Problem
-from pyg_routing.data.validation import _validate_pairs
+from pyg_routing.data.validation import (
+    _validate_pairs,
+    refuse_non_real,
+    refuse_other_device,
+)
 from pyg_routing.errors import InvalidInstanceError, where
 
 #: Per-instance fields and their shapes (``B`` instances, ``N`` nodes).
@@ -81,11 +85,8 @@ def _fields(inst: DenseInstances, prob: Problem, pos: Tensor) -> dict[str, Tenso
         if tuple(t.shape) != shape:
             raise InvalidInstanceError(f"`{key}` must have shape {DENSE_SHAPES[key]} = "
                                        f"{shape}, got {tuple(t.shape)}")
-        if t.dtype == torch.bool or t.is_complex():
-            raise InvalidInstanceError(f"`{key}` must hold real numbers, got {t.dtype}")
-        if t.device != pos.device:
-            raise InvalidInstanceError(f"`{key}` is on {t.device} but `pos` is on "
-                                       f"{pos.device}")
+        refuse_non_real(t, key)            # the rule of the single instance (validation.py)
+        refuse_other_device(t, key, pos.device)
         out[key] = t
     opened = getattr(inst, "open_routes", None)
     if opened is not None:
@@ -93,9 +94,7 @@ def _fields(inst: DenseInstances, prob: Problem, pos: Tensor) -> dict[str, Tenso
         if tuple(t.shape) != (b,) or t.dtype != torch.bool:
             raise InvalidInstanceError(f"`open_routes` must be a bool tensor of shape [B] = "
                                        f"({b},), got {t.dtype} {tuple(t.shape)}")
-        if t.device != pos.device:
-            raise InvalidInstanceError(f"`open_routes` is on {t.device} but `pos` is on "
-                                       f"{pos.device}")
+        refuse_other_device(t, "open_routes", pos.device)
         if bool(t.any()) and prob not in OPEN_ROUTE_PROBLEMS:
             raise InvalidInstanceError(
                 f"open routes are an option of "

@@ -71,7 +71,7 @@ def _weights_only_reason(exc: pickle.UnpicklingError) -> str:
 
 
 def read_torch(path: PathLike, what: str, map_location: Any = "cpu", *, trust: bool = False,
-               opt_in: str | None = "trust=True") -> Any:
+               opt_in: str | None = "trust=True", pickle_module: Any = None) -> Any:
     """``torch.load(path, map_location=map_location, weights_only=not trust)``, guarded.
 
     Args:
@@ -83,6 +83,11 @@ def read_torch(path: PathLike, what: str, map_location: Any = "cpu", *, trust: b
             it runs code from the file; only for files you made or trust.
         opt_in: how the caller's user passes ``trust`` (named in the refusal;
             ``None``: the caller offers no opt-in, e.g. a cache it rebuilds).
+        pickle_module: without ``trust``, a restricted unpickler of the caller's to read
+            the file with instead of torch's weights-only one (a module with
+            ``Unpickler`` and ``load``, whose ``find_class`` refuses a global with an
+            ``UnpicklingError`` naming ``GLOBAL <name>``), e.g. for files that hold
+            another library's config objects as data.
 
     Raises:
         FileNotFoundError: ``path`` does not exist (other OSErrors keep their type
@@ -98,6 +103,9 @@ def read_torch(path: PathLike, what: str, map_location: Any = "cpu", *, trust: b
         raise CorruptFileError(f"{what} {name} is not a readable PyTorch file (the file "
                                f"is empty)")
     try:
+        if pickle_module is not None and not trust:
+            return torch.load(path, map_location=map_location, weights_only=False,
+                              pickle_module=pickle_module)
         return torch.load(path, map_location=map_location, weights_only=not trust)
     except pickle.UnpicklingError as exc:
         refused = None if trust else _REFUSED_GLOBAL.search(str(exc))

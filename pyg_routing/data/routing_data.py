@@ -14,7 +14,12 @@ from pyg_routing.data.evaluation import ROUNDING_CODES, solution_cost
 from pyg_routing.data.problems import OPEN_ROUTE_PROBLEMS, Problem
 from pyg_routing.data.route_quantities import depot_angle, route_quantities
 from pyg_routing.data.type_checks import check_one_instance
-from pyg_routing.data.validation import as_tensor, normalize_routes, validate_instance
+from pyg_routing.data.validation import (
+    as_tensor,
+    normalize_routes,
+    open_routes_flag,
+    validate_instance,
+)
 from pyg_routing.errors import InvalidInstanceError, NoSolutionError, where
 
 #: Fields that describe a solution (recomputed whenever the routes change).
@@ -91,37 +96,48 @@ class RoutingData(Data):
         is ignored). ``open_routes=True`` (CVRP, VRPTW): vehicles end at their last
         customer.
 
+        The rule of every input (the batch's :meth:`RoutingInstances.check` applies
+        the same): numbers are real, integers are converted (to ``pos``'s dtype for
+        the matrix), bools and complex numbers are refused, never cast; node ids
+        (``pickup_delivery_index``) are integers; a tensor lies on ``pos``'s device
+        (lists and arrays are created there); ``open_routes`` is a bool (or a bool
+        tensor of one flag), never a string or a number read by its truth value.
+
         Raises:
-            InvalidInstanceError: NaN/inf values, wrong shapes, negative demand,
-                capacity or service time, a demand above capacity, a window that
-                opens after it closes, malformed pickup/delivery pairs, a negative
-                or non-finite cost, open routes on a problem without them.
+            InvalidInstanceError: NaN/inf values, wrong shapes, a bool or complex
+                field, a tensor on another device than ``pos`` (naming both), an
+                ``open_routes`` that is not a bool, negative demand, capacity or
+                service time, a demand above capacity, a window that opens after it
+                closes, malformed pickup/delivery pairs, a negative or non-finite
+                cost, open routes on a problem without them.
         """
         prob = Problem.parse(problem)
         label = name
+        pos_t = as_tensor(pos, "pos", torch.get_default_dtype(), label)
+        dev = pos_t.device
+
+        def field(value: Any, key: str, dtype: torch.dtype = torch.float) -> Tensor | None:
+            return None if value is None else as_tensor(value, key, dtype, label, dev)
+
         fields: dict[str, Tensor | None] = {
-            "pos": as_tensor(pos, "pos", torch.get_default_dtype(), label),
-            "demand": None if demand is None else as_tensor(demand, "demand", torch.float, label),
-            "capacity": None if capacity is None else
-            as_tensor(capacity, "capacity", torch.float, label).reshape(-1),
-            "time_window": None if time_window is None else
-            as_tensor(time_window, "time_window", torch.float, label),
-            "service_time": None if service_time is None else
-            as_tensor(service_time, "service_time", torch.float, label),
-            "prize": None if prize is None else as_tensor(prize, "prize", torch.float, label),
-            "pickup_delivery_index": None if pickup_delivery_index is None else
-            as_tensor(pickup_delivery_index, "pickup_delivery_index", torch.long, label),
+            "pos": pos_t, "demand": field(demand, "demand"),
+            "capacity": None if capacity is None else field(capacity, "capacity").reshape(-1),
+            "time_window": field(time_window, "time_window"),
+            "service_time": field(service_time, "service_time"), "prize": field(prize, "prize"),
+            "pickup_delivery_index": field(pickup_delivery_index, "pickup_delivery_index",
+                                           torch.long),
         }
         validate_instance(prob, fields["pos"], fields["demand"], fields["capacity"],
                           fields["time_window"], fields["service_time"], fields["prize"],
                           fields["pickup_delivery_index"], label)
-        n, dev = fields["pos"].size(0), fields["pos"].device
+        n = pos_t.size(0)
+        open_routes = open_routes_flag(open_routes, dev, label)
         if open_routes and prob not in OPEN_ROUTE_PROBLEMS:
             raise InvalidInstanceError(
                 f"{where(label)}open routes are an option of "
                 f"{', '.join(p.value for p in OPEN_ROUTE_PROBLEMS)}, not {prob.value!r}")
         if cost_matrix is not None:
-            matrix = as_tensor(cost_matrix, "cost_matrix", fields["pos"].dtype, label)
+            matrix = field(cost_matrix, "cost_matrix", pos_t.dtype)
             fields["travel_cost"] = checked_cost_matrix(matrix, n, label).reshape(-1)
         depot = torch.zeros(n, dtype=torch.bool, device=dev)
         depot[0] = True
@@ -130,21 +146,20 @@ class RoutingData(Data):
                                        depot)
         data.problem = prob.value
         data.explicit_cost = torch.tensor([cost_matrix is not None], device=dev)
-        data.open_routes = torch.tensor([bool(open_routes)], device=dev)
+        data.open_routes = torch.tensor([open_routes], device=dev)
         if name is not None:
             data.name = str(name)
         if raw_pos is not None:
-            data.raw_pos = as_tensor(raw_pos, "raw_pos", torch.float64, label)
+            data.raw_pos = field(raw_pos, "raw_pos", torch.float64)
             if prob.has_time_windows and (raw_time_window is None or raw_service_time is None):
                 # Feasibility uses raw distances, so times must be in the same raw units.
                 raise InvalidInstanceError(
                     f"{where(label)}`raw_pos` of a time-window problem needs "
                     f"`raw_time_window` and `raw_service_time` in the same units")
             if raw_time_window is not None:
-                data.raw_time_window = as_tensor(raw_time_window, "raw_time_window",
-                                                 torch.float64, label)
-                data.raw_service_time = as_tensor(raw_service_time, "raw_service_time",
-                                                  torch.float64, label)
+                data.raw_time_window = field(raw_time_window, "raw_time_window", torch.float64)
+                data.raw_service_time = field(raw_service_time, "raw_service_time",
+                                              torch.float64)
         if raw_pos is not None and cost_matrix is not None and raw_cost_matrix is None:
             # cost() and check() read original units when raw_pos is given.
             raise InvalidInstanceError(f"{where(label)}`raw_pos` with `cost_matrix` needs "
@@ -153,7 +168,7 @@ class RoutingData(Data):
             if cost_matrix is None:
                 raise InvalidInstanceError(f"{where(label)}`raw_cost_matrix` needs "
                                            f"`cost_matrix` (the same costs in pos's units)")
-            raw = as_tensor(raw_cost_matrix, "raw_cost_matrix", torch.float64, label)
+            raw = field(raw_cost_matrix, "raw_cost_matrix", torch.float64)
             data.raw_travel_cost = checked_cost_matrix(raw, n, label).reshape(-1)
         data.scale = torch.tensor([float(scale)], dtype=torch.float64, device=dev)
         data.rounding = torch.tensor([ROUNDING_CODES[rounding]], device=dev)

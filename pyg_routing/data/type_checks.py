@@ -35,6 +35,9 @@ def not_a_batch(value: Any, who: str) -> TypeError:
     if isinstance(value, Data):
         return TypeError(f"{who} takes a RoutingInstances batch, got one "
                          f"{type(value).__name__} (a single instance); make a batch of it "
-                         f"with {make}([data]), or slice a batch: instances[i:i + 1]")
-    return TypeError(f"{who} takes a RoutingInstances batch (a generator's sample), got "
-                     f"{type(value).__name__}")
+                         f"with {make}([data]) (its cost matrix and open routes are kept), "
+                         f"or slice a batch: instances[i:i + 1]; for a file: "
+                         f"pyg_routing.data.load_search_instance(path).instances")
+    return TypeError(f"{who} takes a RoutingInstances batch (a generator's sample, or "
+                     f"pyg_routing.data.load_search_instance(path).instances for a file), "
+                     f"got {type(value).__name__}")

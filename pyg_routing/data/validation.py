@@ -26,13 +26,79 @@ def _first(mask: Tensor) -> int:
     return int(torch.nonzero(mask.flatten())[0])
 
 
-def as_tensor(value, name: str, dtype: torch.dtype, instance: str | int | None) -> Tensor:
-    """A fresh tensor copy of ``value`` (never the caller's storage)."""
+def refuse_non_real(t: Tensor, name: str, instance: str | int | None = None) -> None:
+    """Refuse a bool or complex tensor where real numbers are expected: casting would
+    read ``True`` as 1 or drop an imaginary part without a word."""
+    if t.dtype == torch.bool or t.is_complex():
+        raise InvalidInstanceError(f"{where(instance)}`{name}` must hold real numbers, got "
+                                   f"{t.dtype}")
+
+
+def refuse_other_device(t: Tensor, name: str, device: torch.device,
+                        instance: str | int | None = None) -> None:
+    """Refuse a tensor that is not on ``pos``'s device, naming both devices (torch would
+    fail later with an error from its internals)."""
+    if t.device != device:
+        raise InvalidInstanceError(f"{where(instance)}`{name}` is on {t.device} but `pos` is "
+                                   f"on {device}")
+
+
+def as_tensor(value, name: str, dtype: torch.dtype, instance: str | int | None,
+              device: torch.device | None = None) -> Tensor:
+    """A fresh tensor copy of ``value`` (never the caller's storage) in ``dtype`` on
+    ``device`` (``None``: where it is).
+
+    The one rule of instance inputs (:meth:`RoutingData.from_instance`; the batch's
+    :meth:`RoutingInstances.check` applies the same): numbers, not bools or complex
+    numbers; integer node ids (``dtype`` long), not floats, which would be truncated;
+    a tensor on ``device`` already, not on another one. Lists and arrays are created
+    on ``device``.
+
+    Raises:
+        InvalidInstanceError: naming ``name`` and the offending type or device.
+    """
     try:
         t = torch.as_tensor(value)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise InvalidInstanceError(f"{where(instance)}`{name}` is not numeric: {exc}") from None
+    refuse_non_real(t, name, instance)
+    if not dtype.is_floating_point and t.is_floating_point():
+        raise InvalidInstanceError(f"{where(instance)}`{name}` must hold integer node ids, "
+                                   f"got {t.dtype}")
+    if device is not None:
+        if isinstance(value, Tensor):
+            refuse_other_device(t, name, device, instance)
+        t = t.to(device)
     return t.detach().to(dtype).clone()
+
+
+def open_routes_flag(value: Any, device: torch.device,
+                     instance: str | int | None = None) -> bool:
+    """``open_routes`` of ONE instance as a Python bool: a ``bool`` (or NumPy bool), or a
+    bool tensor holding one flag on ``device``; ``None`` (not given, as in
+    ``RoutingInstances``) is closed routes. A string (``"false"`` is truthy), a number
+    or a tensor of several flags is refused: nothing is read as a flag by its truth
+    value.
+
+    Raises:
+        InvalidInstanceError: naming the value, its type or its shape.
+    """
+    if value is None:
+        return False
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, Tensor) and value.dtype == torch.bool:
+        if value.numel() != 1:
+            raise InvalidInstanceError(
+                f"{where(instance)}`open_routes` of one instance is one flag, got a bool "
+                f"tensor of shape {tuple(value.shape)} (a batch's flags belong to "
+                f"RoutingInstances.open_routes)")
+        refuse_other_device(value, "open_routes", device, instance)
+        return bool(value.reshape(-1)[0])
+    kind = (f"a {value.dtype} tensor" if isinstance(value, Tensor)
+            else type(value).__name__)
+    raise InvalidInstanceError(f"{where(instance)}`open_routes` must be True or False (a "
+                               f"bool), got {value!r} ({kind})")
 
 
 def check_finite(t: Tensor, name: str, instance: str | int | None) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import csv
 from functools import cache
-from importlib import resources
+
+from pyg_routing.data.benchmarks import PAPER_X_TABLE
 
 #: Tab. 5: ``(problem, customers) -> {method: (objective, gap %)}`` (reference gap None)
 #: with the time limit in seconds, on NDS's test sets (128 CVRP-500, 100 CVRP-1000/2000,
@@ -57,8 +58,7 @@ X_AVERAGE_GAP = {"NDS": 4.110, "IPE+XPE": 2.828}
 def x_table() -> dict[str, dict[str, float]]:
     """Tab. 7 per instance: ``name -> {bks, nds_objective, nds_gap_percent,
     ipexpe_objective, ipexpe_gap_percent}``."""
-    path = resources.files("pyg_routing.data") / "bundled" / "paper" / "tab_cvrplib_x.csv"
-    with path.open() as f:
+    with PAPER_X_TABLE.open() as f:
         return {row.pop("instance"): {k: float(v) for k, v in row.items()}
                 for row in csv.DictReader(f)}
 

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from pyg_routing.data.instances import RoutingInstances
+from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.augment import check_augment, random_symmetries
 from pyg_routing.envs.base import BatchedState, ImprovementEnv
 from pyg_routing.search.acceptance import Acceptance, AlwaysAccept
@@ -35,8 +36,7 @@ def _check_search(instances: RoutingInstances, env: ImprovementEnv,
                   policy: nn.Module | None, augment: int, distinct: bool = True) -> None:
     """Refuse what the search cannot run, naming the argument."""
     if not isinstance(instances, RoutingInstances):
-        raise TypeError(f"a step search takes RoutingInstances (a generator's sample), got "
-                        f"{type(instances).__name__}")
+        raise not_a_batch(instances, "a step search (improve, StepSearch.run)")
     instances.check()
     env.check_problem(instances.problem)
     trained = getattr(policy, "problem", None)

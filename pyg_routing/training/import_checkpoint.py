@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,103 +47,34 @@ import lightning as L
 import torch
 from torch import Tensor
 
-from pyg_routing.data.files import read_torch
 from pyg_routing.envs import DeconstructionEnv
 from pyg_routing.errors import CorruptFileError
 from pyg_routing.training import backbones
+from pyg_routing.training.original_files import TensorSource, plain, read_original
 
 #: the originals an import reads, with the backbone they become
 ORIGINALS = {"nds": "nds", "n2s": "n2s"}
+#: the original keys of a fused query/key/value weight, in messages
+QKV = "W_query|W_key|W_val"
 #: the original N2S's removal-history columns in our order (most recent first)
 N2S_HISTORY_ORDER = (2, 1, 0, 3)
 
 
-# ---------------------------------------------------------------------- reading
-class _Inert:
-    """Stand-in for a class a weights-only load refuses (NDS's OmegaConf configs): it
-    runs nothing and keeps only the state it is given, as plain containers."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> _Inert:
-        return object.__new__(cls)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.state: Any = args or None
-
-    def __setstate__(self, state: Any) -> None:
-        self.state = state
-
-
-def _stand_in(path: str) -> type:
-    module, _, name = path.rpartition(".")
-    return type(name, (_Inert,), {"__module__": module, "__qualname__": name})
-
-
-def read_original(path: str | Path, *, trust: bool = False) -> Any:
-    """The content of an original checkpoint file.
-
-    Without ``trust`` the file is read as data (``weights_only``); a class it names
-    that such a load refuses (NDS's OmegaConf configs) becomes an inert stand-in that
-    keeps its pickled state (see :func:`plain`), so no code from the file runs.
-    ``trust=True`` unpickles in full (UNSAFE), which needs those classes installed.
-
-    Raises:
-        FileNotFoundError, CorruptFileError: see :func:`~pyg_routing.data.files.read_torch`.
-    """
-    stand_ins: list[type] = []
-    if not trust:
-        # the classes a weights-only load would refuse, listed without unpickling; a
-        # file this cannot list (not a zip checkpoint) is reported by read_torch below
-        try:
-            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
-        except Exception:
-            unsafe = []
-        stand_ins = [_stand_in(name) for name in unsafe]
-    try:
-        with torch.serialization.safe_globals(stand_ins):
-            return read_torch(path, "checkpoint", trust=trust,
-                              opt_in=f"trust=True (command line: {backbones.TRUST_OPTION})")
-    except (ImportError, AttributeError) as exc:          # trust: a class not installed
-        raise CorruptFileError(f"checkpoint {os.fspath(path)} needs {exc} to unpickle "
-                               f"in full; leave out {backbones.TRUST_OPTION} to read it "
-                               f"as data") from None
-
-
-def plain(obj: Any) -> Any:
-    """An OmegaConf config read by :func:`read_original` (stand-ins holding
-    ``_content`` / ``_val``) as plain dicts and values; other objects unchanged."""
-    if isinstance(obj, _Inert):
-        state = obj.state if isinstance(obj.state, dict) else {}
-        if "_content" in state:
-            return plain(state["_content"])
-        return plain(state.get("_val"))
-    if isinstance(obj, dict):
-        return {k: plain(v) for k, v in obj.items()}
-    return obj
-
-
 # ---------------------------------------------------------------------- mapping
-class _Source:
-    """The original state dict being read: hands out tensors by key, naming the file
-    and the key when one is missing, and remembers which keys were used."""
-
-    def __init__(self, state: Any, what: str, name: str) -> None:
-        if not isinstance(state, Mapping) or not all(isinstance(v, Tensor)
-                                                     for v in state.values()):
-            raise CorruptFileError(f"{name}: {what} is not a state dict of tensors")
-        self.state, self.what, self.name = state, what, name
-        self.used: set[str] = set()
-
-    def __getitem__(self, key: str) -> Tensor:
-        if key not in self.state:
-            raise CorruptFileError(f"{self.name}: no {key!r} in the {self.what}")
-        self.used.add(key)
-        return self.state[key].detach().to("cpu", torch.float32)
-
-    def check_all_used(self) -> None:
-        left = [k for k in self.state if k not in self.used]
-        if left:
-            raise CorruptFileError(f"{self.name}: unexpected key {left[0]!r} in the "
-                                   f"{self.what} (another architecture or normalisation)")
+@contextmanager
+def _naming(name: str, *sources: TensorSource) -> Iterator[None]:
+    """Report tensors that do not fit together (a reshape, a concatenation, an index
+    that fails on a malformed tensor of the right rank) against the file and the last
+    key read, instead of torch's bare message."""
+    try:
+        yield
+    except CorruptFileError:
+        raise
+    except (RuntimeError, IndexError, ValueError, TypeError) as exc:
+        keys = [s.last for s in sources if s.last is not None]
+        near = f" (at {keys[-1]!r})" if keys else ""
+        raise CorruptFileError(f"{name}: its tensors do not fit together{near}: "
+                               f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
 
 
 def _entry(content: Any, key: str, original: str, name: str) -> Any:
@@ -178,6 +110,30 @@ def _build(backbone: str, options: dict[str, Any], mapped: dict[str, tuple[Tenso
             "hyper_parameters": dict(model.hparams), "imported_from": record}
 
 
+def _config(content: Mapping[str, Any], key: str, name: str) -> dict[str, Any]:
+    """NDS's saved config ``key`` (an OmegaConf node read as data, or a dict) as a plain
+    dict; ``{}`` when absent."""
+    value = plain(content.get(key))
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CorruptFileError(f"{name}: {key!r} is not a config (a mapping), got "
+                               f"{type(value).__name__}")
+    return value
+
+
+def _whole(config: dict[str, Any], key: str, where: str, name: str) -> int | None:
+    """The whole number ``config[key]`` (``None`` when absent); anything else is refused
+    naming the file and the key."""
+    value = config.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CorruptFileError(f"{name}: {where}.{key} must be a whole number >= 1, got "
+                               f"{value!r}")
+    return value
+
+
 def _count(state: Mapping[str, Any], pattern: str) -> int:
     found = {m.group(1) for k in state if (m := re.match(pattern, k))}
     return len(found)
@@ -197,17 +153,18 @@ def import_nds(content: Any, *, problem: str | None = None, num_customers: int |
         CorruptFileError: not an NDS checkpoint, a key missing or of another shape
             (names ``name`` and the key), or an architecture we do not build.
     """
-    src = _Source(_entry(content, "model_state_dict", "NDS", name), "model_state_dict", name)
-    model_params = plain(content.get("model_params")) or {}
-    env_params = plain(content.get("env_params")) or {}
-    dim, width = src["encoder.embedding_node.weight"].shape
+    src = TensorSource(_entry(content, "model_state_dict", "NDS", name), "model_state_dict",
+                       name)
+    model_params = _config(content, "model_params", name)
+    env_params = _config(content, "env_params", name)
+    dim, width = src.get("encoder.embedding_node.weight", ndim=2).shape
     by_width = {DeconstructionEnv.feature_width(p): p.value for p in DeconstructionEnv.problems}
     if width not in by_width:
         raise CorruptFileError(f"{name}: 'encoder.embedding_node.weight' reads {width} node "
                                f"features, which is none of NDS's problems")
     if problem is not None and problem != by_width[width]:
         raise CorruptFileError(f"{name} is an NDS {by_width[width]} model, not {problem}")
-    size = num_customers or env_params.get("problem_size")
+    size = num_customers or _whole(env_params, "problem_size", "env_params", name)
     if size is None:
         raise CorruptFileError(f"{name}: the file does not say its problem size; pass "
                                f"num_customers (command line: --num_customers)")
@@ -218,14 +175,16 @@ def import_nds(content: Any, *, problem: str | None = None, num_customers: int |
                                f"the tour and message-passing layers; ours split "
                                f"{layers // 2} + {layers - layers // 2}")
     options = {"problem": by_width[width], "num_customers": int(size), "pe": "none",
-               "dim": int(dim), "heads": int(heads or model_params.get("head_num", 8)),
-               "num_layers": layers}
+               "dim": int(dim), "num_layers": layers,
+               "heads": int(heads or _whole(model_params, "head_num", "model_params", name)
+                            or 8)}
     for ours, theirs in (("remove", "num_nodes_to_remove"), ("recreate", "recreate_n")):
-        if env_params.get(theirs) is not None:
-            options[ours] = int(env_params[theirs])
+        if (value := _whole(env_params, theirs, "env_params", name)) is not None:
+            options[ours] = value
     mapped = {f"policy.{k}": (src[k], k) for k in src.state}
     record = {"original": "nds", "file": name, "epoch": content.get("epoch")}
-    return _build("nds", options, mapped, name, record)
+    with _naming(name, src):
+        return _build("nds", options, mapped, name, record)
 
 
 def _rows(w: Tensor) -> Tensor:
@@ -233,10 +192,10 @@ def _rows(w: Tensor) -> Tensor:
     return w.permute(0, 2, 1).reshape(-1, w.shape[1])
 
 
-def _attention(get: Callable[[str], Tensor], prefix: str) -> tuple[Tensor, Tensor]:
+def _attention(get: Callable[..., Tensor], prefix: str) -> tuple[Tensor, Tensor]:
     """(fused ``qkv.weight``, ``out.weight``) of an original multi-head attention."""
-    qkv = torch.cat([_rows(get(prefix + n)) for n in ("W_query", "W_key", "W_val")])
-    w_out = get(prefix + "W_out")
+    qkv = torch.cat([_rows(get(prefix + n, 3)) for n in ("W_query", "W_key", "W_val")])
+    w_out = get(prefix + "W_out", 3)
     return qkv, w_out.reshape(-1, w_out.shape[-1]).t()
 
 
@@ -255,11 +214,18 @@ def import_n2s(content: Any, *, num_customers: int, name: str = "checkpoint"
         CorruptFileError: not an N2S checkpoint, a key missing, unexpected or of
             another shape (names ``name`` and the key).
     """
-    actor = _Source(_entry(content, "actor", "N2S", name), "actor state dict", name)
-    critic = _Source(_entry(content, "critic", "N2S", name), "critic state dict", name)
-    a, c = actor.__getitem__, critic.__getitem__
-    dim = a("embedder.embedder.weight").shape[0]
-    heads = a("pos_encoder.W_query").shape[0]
+    actor = TensorSource(_entry(content, "actor", "N2S", name), "actor state dict", name)
+    critic = TensorSource(_entry(content, "critic", "N2S", name), "critic state dict", name)
+    with _naming(name, actor, critic):
+        return _map_n2s(actor, critic, num_customers, name)
+
+
+def _map_n2s(actor: TensorSource, critic: TensorSource, num_customers: int,
+             name: str) -> dict[str, Any]:
+    """:func:`import_n2s` once both state dicts are found."""
+    a, c = actor.get, critic.get
+    dim = a("embedder.embedder.weight", 2).shape[0]
+    heads = a("pos_encoder.W_query", 3).shape[0]
     layers = _count(actor.state, r"encoder\.(\d+)\.")
     m: dict[str, tuple[Tensor, str]] = {
         "policy.encoder.embed.weight": (a("embedder.embedder.weight"),
@@ -272,7 +238,7 @@ def import_n2s(content: Any, *, num_customers: int, name: str = "checkpoint"
             f"policy.encoder.layers.{i}."
         qkv, out = _attention(a, mha)
         mix = a(mha + "score_aggr.0.weight")
-        m |= {ours + "qkv.weight": (qkv, mha + "W_query"),
+        m |= {ours + "qkv.weight": (qkv, mha + QKV),
               ours + "out.weight": (out, mha + "W_out"),
               ours + "mix_node.weight": (mix[:, :heads], mha + "score_aggr.0.weight"),
               ours + "mix_pos.weight": (mix[:, heads:], mha + "score_aggr.0.weight"),
@@ -308,7 +274,7 @@ def import_n2s(content: Any, *, num_customers: int, name: str = "checkpoint"
         for p in ("weight", "bias"):
             m.setdefault(f"policy.{ours}.{p}", (a(f"{theirs}.{p}"), f"{theirs}.{p}"))
     qkv, out = _attention(c, "encoder.0.0.module.")
-    m |= {"policy.critic.attn.qkv.weight": (qkv, "encoder.0.0.module.W_query"),
+    m |= {"policy.critic.attn.qkv.weight": (qkv, "encoder.0.0.module." + QKV),
           "policy.critic.attn.qkv.bias": (torch.zeros(qkv.shape[0]), "(none: zero)"),
           "policy.critic.attn.out.weight": (out, "encoder.0.0.module.W_out"),
           "policy.critic.attn.out.bias": (torch.zeros(out.shape[0]), "(none: zero)")}
@@ -343,12 +309,35 @@ def import_original(original: str, path: str | Path, *, trust: bool = False,
     return import_n2s(content, num_customers=options["num_customers"], name=name)
 
 
+def check_out_path(out: str | Path) -> Path:
+    """Refuse an output path that cannot become a checkpoint file, before anything is
+    read or written: an existing folder, or a parent that is a file.
+
+    Raises:
+        IsADirectoryError, NotADirectoryError: naming the path.
+    """
+    out = Path(out)
+    if out.is_dir():
+        raise IsADirectoryError(f"--out {out} is a folder; give the checkpoint file to "
+                                f"write (e.g. {out / 'imported.ckpt'})")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(f"--out {out}: {parent} is a file, not a folder")
+            break
+    return out
+
+
 def write_checkpoint(checkpoint: dict[str, Any], out: str | Path) -> Path:
     """Write ``checkpoint`` to ``out`` (parents created; written to a temporary file
-    and renamed, so a failed write leaves no partial checkpoint)."""
-    out = Path(out)
+    and renamed, so a failed write leaves neither a partial checkpoint nor the
+    temporary file). ``out`` is checked first (:func:`check_out_path`)."""
+    out = check_out_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    torch.save(checkpoint, tmp)
-    os.replace(tmp, out)
+    try:
+        torch.save(checkpoint, tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return out

@@ -123,9 +123,11 @@ def test_raw_coordinates_of_a_time_window_problem_need_raw_times():
 @pytest.mark.parametrize("routes, route, value", [
     ([[1.5, 2], [3]], 0, "1.5 (float) at position 0"),
     ([[1, 2.0, 3]], 0, "2.0 (float) at position 1"),              # integral floats too
-    ([[1, 2], [np.float64(3.0)]], 1, "np.float64(3.0) (float64) at position 0"),
+    # NumPy scalars as their repr: np.float64(3.0) under NumPy 2, 3.0 under NumPy 1
+    ([[1, 2], [np.float64(3.0)]], 1, f"{np.float64(3.0)!r} (float64) at position 0"),
     ([[1, True, 3]], 0, "True (bool) at position 1"),
-    ([[1, 2], [np.bool_(True), 3]], 1, "np.True_ (bool) at position 0"),
+    ([[1, 2], [np.bool_(True), 3]], 1,
+     f"{np.bool_(True)!r} ({type(np.bool_(True)).__name__}) at position 0"),
     ([[1, torch.tensor(2.5), 3]], 0, "2.5 (torch.float32 Tensor) at position 1"),
     ([[1, torch.tensor(True), 3]], 0, "True (torch.bool Tensor) at position 1"),
     ([torch.tensor([1.0, 2.5, 3.0])], 0, "2.5 (torch.float32 Tensor) at position 1"),

@@ -113,8 +113,11 @@ def test_improve_refuses_bad_input_by_name():
         improve(inst, steps=None, time_limit=0)
     with pytest.raises(ValueError, match="augment must be an integer in 1..8, got 9"):
         improve(inst, steps=1, augment=9)
-    with pytest.raises(TypeError, match="takes RoutingInstances"):
+    with pytest.raises(TypeError, match=r"takes a RoutingInstances batch, got one RoutingData"
+                                        r".*stack_instances\(\[data\]\).*load_search_instance"):
         improve(inst[0], steps=1)
+    with pytest.raises(TypeError, match="takes a RoutingInstances batch .*got list"):
+        improve([inst[0]], steps=1)
     far = inst.pos.clone()
     far[1, 2, 0] = math.inf
     with pytest.raises(InvalidInstanceError, match="instance 1"):

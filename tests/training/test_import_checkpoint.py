@@ -425,21 +425,14 @@ def test_nds_scores_equal_the_original_network():
     assert (log_prob.double() - ref).abs().max() < 1e-5        # our decoder's softmax: float32
 
 
-class FakeConfig:
-    """Stands for NDS's OmegaConf config objects, which a weights-only load refuses."""
-
-    def __init__(self, content):
-        self._content = content
-
-
 # ---------------------------------------------------------------------- files and the CLI
 def test_cli_round_trip_nds_and_search(tmp_path, capsys):
     torch.manual_seed(1)
     original = NDSOriginal()
     file = tmp_path / "checkpoint-7.pt"
-    torch.save(_nds_file(original, model_params=FakeConfig({"head_num": 4})), file)
+    torch.save(_nds_file(original), file)
     code, out, err = run_cli(capsys, "import-checkpoint", "--from", "nds", str(file), "--out",
-                             str(tmp_path / "nds.ckpt"), "--heads", "4", "--json")
+                             str(tmp_path / "nds.ckpt"), "--json")
     assert code == 0, err
     res = json.loads(out)
     assert (res["backbone"], res["problem"], res["num_customers"]) == ("nds", "cvrp", 20)

@@ -127,10 +127,23 @@ def test_bad_options_are_one_line(argv, message, capsys):
 
 
 def test_an_x_file_without_a_bks_entry_is_refused_by_name(tmp_path, capsys):
+    """No entry in bks.csv, no .sol, not in the paper's table: refused, naming the
+    instance and where its value was looked for."""
     folder = _x_folder(tmp_path, "instance,bks\nX-n106-k14,26362\n")
-    assert main(["search", "--benchmark", "x", "--data_dir", str(folder), *FAST]) == 2
+    text = (folder / "X-n101-k25.vrp").read_text().replace("X-n101-k25", "X-mine")
+    (folder / "X-n101-k25.vrp").unlink()
+    (folder / "X-mine.vrp").write_text(text)
+    assert main(["search", "--benchmark", "x", "--data-dir", str(folder), *FAST]) == 2
     err = capsys.readouterr().err
-    assert "X-n101-k25" in err and "bks.csv" in err and err.count("\n") == 1
+    assert "X-mine" in err and "bks.csv" in err and "X-mine.sol" in err
+    assert err.count("\n") == 1
+
+
+def test_an_x_file_missing_from_bks_csv_takes_the_papers_value(tmp_path, capsys):
+    folder = _x_folder(tmp_path, "instance,bks\nX-n106-k14,26362\n")
+    out = _run(["search", "--benchmark", "x", "--data-dir", str(folder), "--destroy", "sisr",
+                "--out", str(tmp_path / "t"), *FAST], capsys)
+    assert [r["target"] for r in out["rows"]] == [27591.0]
 
 
 @pytest.mark.slow
@@ -173,3 +186,14 @@ def test_problem_defaults_to_the_checkpoints(tmp_path):
     assert (given.problem, given.num_customers) == ("pcvrp", 30)   # the user's choice stands
     plain = parse(normalize(["--destroy", "sisr"])).config
     assert (plain.problem, plain.num_customers, plain.data.preset) == ("cvrp", 500, "nds")
+
+
+def test_search_benchmark_x_works_on_the_bundled_files(tmp_path, capsys, monkeypatch):
+    """No --data-dir, no $PYG_ROUTING_DATA, no bks.csv: the bundled X-n101-k25 and the
+    BKS of its .sol file."""
+    monkeypatch.delenv("PYG_ROUTING_DATA", raising=False)
+    out = _run(["search", "--benchmark", "x", "--destroy", "sisr",
+                "--out", str(tmp_path / "t"), *FAST], capsys)
+    (row,) = out["rows"]
+    assert row["instance"] == "X-n101-k25" and row["target"] == 27591.0
+    assert row["gap_percent"] == pytest.approx(100 * (row["objective"] / 27591.0 - 1))
