@@ -30,6 +30,7 @@ from pyg_routing.commands.jobs import (
     add_reference,
     check_remove,
     generated_jobs,
+    instance_jobs,
     search_jobs,
     x_jobs,
 )
@@ -84,16 +85,17 @@ def _policy(command: TestCommand) -> Any:
     trained = command.config
     stored = backbones.get(hp["backbone"]).config_class.create(
         **{k: v for k, v in hp.items() if k != "backbone"})
-    if o.benchmark:
-        refuse_typed(given, ("any_size",), "does not apply with --benchmark x (the "
-                                           "checkpoint's size is not checked there)", o)
+    if o.benchmark or o.instance:
+        refuse_typed(given, ("any_size",), "does not apply with --benchmark x or --instance "
+                                           "(the checkpoint's size is not checked there)", o)
     elif trained.num_customers != stored.num_customers and not o.any_size:
         raise ValueError(f"checkpoint {o.checkpoint} was trained on {stored.problem}-"
                          f"{stored.num_customers}, but --num_customers is "
                          f"{trained.num_customers}; pass --any_size to evaluate anyway")
     compiled = True if getattr(trained.test, "compile", False) else None
     return backbones.load_policy(o.checkpoint,
-                                 expect_problem="cvrp" if o.benchmark else trained.problem,
+                                 expect_problem="cvrp" if o.benchmark else
+                                 None if o.instance else trained.problem,
                                  compiled=compiled, checkpoint=command.checkpoint)
 
 
@@ -113,7 +115,9 @@ def run(command: TestCommand) -> dict[str, Any] | None:
     policy = trained if trained is not None else lightning.baselines[o.policy][1](remove or 15)
     stop = budget(c.test.steps, c.test.seconds)
     spec = command.generated()
-    if o.benchmark:
+    if o.instance:
+        jobs = instance_jobs(o.instance, o.data_dir)
+    elif o.benchmark:
         jobs = x_jobs(o.data_dir, o.names, o.max_customers)
     else:           # a step backbone: one batch per worker; NDS: a budget per instance
         workers = o.workers * o.num_nodes
@@ -123,8 +127,10 @@ def run(command: TestCommand) -> dict[str, Any] | None:
         check_remove(jobs, search.remove if trained is not None else remove or 15,
                      "policy" if trained is not None else o.policy,
                      "test.remove" in command.typed,
-                     "smallest benchmark instance" if o.benchmark else "instances")
-    setting = "X" if o.benchmark else f"{c.problem}{c.num_customers}"
+                     "smallest benchmark instance" if o.benchmark or o.instance
+                     else "instances")
+    setting = ("X" if o.benchmark else "instance" if o.instance
+               else f"{c.problem}{c.num_customers}")
     out = Path(o.out or f"runs/eval_{c.backbone}_{setting.lower()}_{o.policy}")
     done, ran = search_jobs(command.workers(), jobs, search, stop, policy, trained is not None,
                             out)
@@ -134,21 +140,23 @@ def run(command: TestCommand) -> dict[str, Any] | None:
     total = sum(job["count"] for job in done)
     result: dict[str, Any] = {
         "policy": o.policy if trained is None else o.checkpoint,
-        "backbone": c.backbone, "problem": "cvrp" if o.benchmark else c.problem,
-        "num_customers": None if o.benchmark else c.num_customers,
-        "benchmark": o.benchmark, "instances": total, "test": c.test.to_dict(),
+        "backbone": c.backbone,
+        "problem": "cvrp" if o.benchmark else None if o.instance else c.problem,
+        "num_customers": None if o.benchmark or o.instance else c.num_customers,
+        "benchmark": o.benchmark, "instance": o.instance, "instances": total,
+        "test": c.test.to_dict(),
         "steps": c.test.steps, "seconds_budget": c.test.seconds, "augment": c.test.augment,
         **lightning.search_settings(search), "device": ran["device"],
         # one job: its search's own means; several: weighted by their instances
         "initial_cost": _mean(done, "initial_cost", total), "cost": _mean(done, "cost", total),
         "seconds": sum(job["seconds"] for job in done), "rows": rows, "out": str(out)}
     reference = command.reference
-    if o.benchmark:
+    if o.benchmark or o.instance:
         result["reference"] = "BKS"
     elif reference.solver != "none":
         add_reference(spec, rows, reference.solver, reference.seconds, o.root,
                       not (o.no_progress or o.json))
-    if all(r["target"] is not None for r in rows):
+    if rows and all(r["target"] is not None for r in rows):
         cost = torch.tensor([r["objective"] for r in rows], dtype=torch.float64)
         ref = torch.tensor([r["target"] for r in rows], dtype=torch.float64)
         result.update(reference_cost=float(ref.mean()), gap_percent=gap_percent(cost, ref),
@@ -165,7 +173,9 @@ def _mean(done: list[dict[str, Any]], key: str, total: int) -> float:
 
 def _write(result: dict[str, Any], out: Path) -> None:
     with open(out / "table.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(result["rows"][0]), extrasaction="ignore")
+        # the routes are in result.json; the table keeps one line per instance
+        columns = [k for k in result["rows"][0] if k != "solution"]
+        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         w.writeheader()
         w.writerows(result["rows"])
     (out / "result.json").write_text(json.dumps(result, indent=2))

@@ -30,6 +30,7 @@ from pyg_routing.commands.jobs import (
     add_reference,
     check_remove,
     generated_jobs,
+    instance_jobs,
     search_jobs,
     x_jobs,
 )
@@ -103,7 +104,7 @@ def load_destroy_policy(command: TestCommand) -> Any:
     if o.checkpoint is None:
         raise ValueError("--destroy policy needs --checkpoint (a `pyg-routing train "
                          "--backbone nds` checkpoint)")
-    problem = "cvrp" if o.benchmark else command.config.problem
+    problem = "cvrp" if o.benchmark else None if o.instance else command.config.problem
     return backbones.load_policy(o.checkpoint, expect_backbone="nds", expect_problem=problem,
                                  checkpoint=command.checkpoint)
 
@@ -130,11 +131,13 @@ def run(command: TestCommand) -> dict[str, Any] | None:
     remove = search.remove
     searcher = policy if policy is not None else make_destroy(o.destroy, remove)
     spec = command.generated()
-    jobs = x_jobs(o.data_dir, o.names, o.max_customers) if o.benchmark else \
-        generated_jobs(spec)
+    jobs = (instance_jobs(o.instance, o.data_dir) if o.instance
+            else x_jobs(o.data_dir, o.names, o.max_customers) if o.benchmark
+            else generated_jobs(spec))
     check_remove(jobs, remove, o.destroy, "test.remove" in command.typed,
-                 "smallest benchmark instance" if o.benchmark else "instances")
-    setting = "X" if o.benchmark else f"{c.problem}{c.num_customers}"
+                 "smallest benchmark instance" if o.benchmark or o.instance else "instances")
+    setting = ("X" if o.benchmark else "instance" if o.instance
+               else f"{c.problem}{c.num_customers}")
     out = Path(o.out or f"runs/search_{setting.lower()}_{o.destroy}")
     done, workers = search_jobs(command.workers(), jobs, search, stop, searcher,
                                 policy is not None, out)
@@ -142,7 +145,7 @@ def run(command: TestCommand) -> dict[str, Any] | None:
         return None
     rows = [row for job in done for row in job["rows"]]
     reference = command.reference
-    if not o.benchmark and reference.solver != "none":
+    if not (o.benchmark or o.instance) and reference.solver != "none":
         add_reference(spec, rows, reference.solver, reference.seconds, o.root,
                       not (o.no_progress or o.json))
     add_paper_values(o.benchmark, rows)
@@ -151,12 +154,13 @@ def run(command: TestCommand) -> dict[str, Any] | None:
               "test": c.test.to_dict(), "time_limit": c.test.seconds,
               "iterations_cap": c.test.steps, "augment": c.test.augment,
               "rollouts": search.rollouts, "recreate": search.recreate_n,
-              "seed": c.test.seed, "preset": None if o.benchmark else spec.preset,
-              "data_options": None if o.benchmark else spec.data_options(),
-              "reference": "BKS" if o.benchmark else reference.solver,
+              "seed": c.test.seed, "instance": o.instance,
+              "preset": None if o.benchmark or o.instance else spec.preset,
+              "data_options": None if o.benchmark or o.instance else spec.data_options(),
+              "reference": "BKS" if o.benchmark or o.instance else reference.solver,
               "devices": o.workers * o.num_nodes, "threads": workers["threads"],
               "rows": rows, "mean": summarize(rows), "out": str(out),
-              "paper": None if o.benchmark else setting_values(
+              "paper": None if o.benchmark or o.instance else setting_values(
                   c.problem, c.num_customers, spec.preset)}
     write_tables(result, out)
     return result
@@ -196,7 +200,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     ref = result["reference"]
     head = ["instance", "n", ref if ref != "none" else "reference", "objective", "gap",
             "iterations", "seconds"]
-    x = ref == "BKS"
+    x = result["setting"] == "X"
     if x:
         head += ["paper NDS gap", "paper IPE+XPE gap"]
     budget = (f"{result['time_limit']:g} s" if result.get("time_limit") else

@@ -154,6 +154,11 @@ def add_instance_options(p: CommandParser) -> None:
     """The instances a test searches besides generated ones, and where results go."""
     g = p.add_argument_group("Instances: generated (--problem, --num_customers, --data.*, "
                              "--test.instances, --test.seed), or")
+    g.add_argument("--instance", action="append", default=None, metavar="FILE",
+                   help="an instance file (VRPLIB/TSPLIB, EXPLICIT matrices too, Solomon, "
+                        "Li & Lim) or a bundled instance's name, searched as it is; "
+                        "repeatable; the gap where a best-known value is known (bks.csv, "
+                        "a .sol file beside it, the paper's X table)")
     g.add_argument("--benchmark", type=str.lower, choices=("x",), default=None,
                    help="search CVRPLib X instead of generated instances")
     g.add_argument("--data_dir", default=None, help="folder of the benchmark files "
@@ -169,7 +174,8 @@ def add_instance_options(p: CommandParser) -> None:
     add_output_options(out)
 
 
-#: the options that select benchmark instances: refused without ``--benchmark``
+#: the options that select benchmark instances: refused without ``--benchmark`` (or,
+#: for ``data_dir``, ``--instance``: where a bundled name is looked up)
 BENCHMARK_OPTIONS = ("names", "max_customers", "data_dir")
 #: the options of generated instances: refused with ``--benchmark``
 GENERATED_OPTIONS = ("problem", "num_customers", "test.instances", "test.exact",
@@ -185,6 +191,15 @@ def refuse_instance_options(command: TestCommand, reference: Sequence[str] = ())
     from pyg_routing.commands.grammar import refuse_typed
 
     o, given = command.options, command.typed
+    if o.instance:
+        if o.benchmark:
+            raise ValueError("--instance and --benchmark x both name the instances; give one")
+        refuse_typed(given, (*GENERATED_OPTIONS, "max_customers", "names"),
+                     "does not apply with --instance (the file is searched as it is)", o)
+        refuse_typed(given, ("reference.solver", "reference.seconds", *reference),
+                     "does not apply with --instance (the gap is to the best-known value "
+                     "where one is known)", o)
+        return
     if o.benchmark:
         refuse_typed(given, GENERATED_OPTIONS, "does not apply with --benchmark x (it "
                      "searches CVRPLib's instances, whose problem and sizes are fixed)", o)

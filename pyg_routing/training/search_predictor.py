@@ -109,7 +109,8 @@ class SearchPredictor(L.LightningModule):
                 "start_objective": float(res.initial_cost[i]), "iterations": res.iterations,
                 "seconds": res.seconds, "start_seconds": res.start_seconds,
                 "accepted": res.accepted, "routes": len(res.routes[i]),
-                "gap_percent": None if target is None else gap_percent(cost, target)})
+                "gap_percent": None if target is None else gap_percent(cost, target),
+                "solution": [list(map(int, route)) for route in res.routes[i]]})
         # the job's means in the search's own dtype (a batched search's own numbers)
         return {"job": job.index, "rows": rows, "count": len(rows),
                 "cost": float(res.cost.mean()), "initial_cost": float(res.initial_cost.mean()),

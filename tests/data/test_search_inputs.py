@@ -262,3 +262,34 @@ def _routes_of(job, predictor) -> list[list[int]]:
     res = predictor.search.run(job.instances, predictor.searcher(), predictor.stop,
                                seed=predictor.seed + job.index)
     return res.routes[0]
+
+
+# ------------------------------------------------------------- the command line
+@pytest.mark.parametrize("command", [
+    ["search", "--destroy", "sisr", "--test.remove", "3"],
+    ["evaluate", "--backbone", "dact", "--policy", "random", "--test.augment", "1"],
+])
+def test_instance_file_on_the_command_line_reports_the_matrix_cost(command, tmp_path, capsys):
+    """``search/evaluate --instance FILE`` on an asymmetric EXPLICIT file: the reported
+    objective is the file's matrix summed over the routes returned (its ``rows``), with
+    no gap (nothing knows the instance)."""
+    import json
+
+    from pyg_routing.cli import main
+
+    path, facts = _asymmetric_file(tmp_path, seed=3)
+    code = main([*command, "--instance", str(path), "--test.steps", "40", "--test.seconds",
+                 "60", "--no_progress", "--out", str(tmp_path / "out"), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    result = json.loads(out.out)
+    (row,) = result["rows"]
+    assert row["instance"] == "my-asym" and row["target"] is None
+    assert "gap_percent" not in result or result["gap_percent"] is None
+    # the routes it returns, costed by the file's matrix by hand: the reported objective
+    assert row["objective"] == _matrix_sum(row["solution"], facts)
+    assert row["objective"] == load_search_instance(path).cost(row["solution"])
+    assert row["objective"] >= _brute_force_optimum(facts)
+    # options of generated instances do not apply to a file
+    assert main([*command, "--instance", str(path), "--num-customers", "20"]) == 2
+    assert "--num-customers 20 does not apply with --instance" in capsys.readouterr().err
