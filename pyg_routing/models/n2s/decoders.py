@@ -24,6 +24,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pyg_routing.functional.chunks import (
+    batch_slices,
+    chunk_budget,
+    instances_per_chunk,
+    needs_grad,
+)
+
 
 def _mlp(inputs: int, hidden: int = 32) -> nn.Sequential:
     """N2S's scoring MLP ``inputs -> 32 -> 32 -> 1`` (ReLU)."""
@@ -154,6 +161,19 @@ class ReinsertionDecoder(nn.Module):
             mod.reset_parameters()
 
     def forward(self, h: Tensor, succ: Tensor, pickup: Tensor, delivery: Tensor,
+                first: Tensor, second: Tensor) -> Tensor:
+        b = h.size(0)
+        # Without gradients, slices of instances (functional/chunks.py): the [B*K, 32]
+        # activations (40 MB at PDP-101, B = 64) never exist whole; same values.
+        per_chunk = instances_per_chunk(2 * first.size(1) * self.hidden.out_features,
+                                        chunk_budget(h.device))
+        if b > per_chunk and not needs_grad(self, h):
+            return torch.cat([self._scores(h[sl], succ[sl], pickup[sl], delivery[sl],
+                                           first[sl], second[sl])
+                              for sl in batch_slices(b, per_chunk)])
+        return self._scores(h, succ, pickup, delivery, first, second)
+
+    def _scores(self, h: Tensor, succ: Tensor, pickup: Tensor, delivery: Tensor,
                 first: Tensor, second: Tensor) -> Tensor:
         b, m, d = h.shape
         hh = self.heads
