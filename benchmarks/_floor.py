@@ -90,6 +90,12 @@ def layer_norm(rows: int, width: int) -> Op:
     return lambda: F.layer_norm(x, (width,))
 
 
+def instance_norm(batch: int, channels: int, length: int) -> Op:
+    """``instance_norm`` of ``[batch, channels, length]`` (per instance and channel)."""
+    x = torch.randn(batch, channels, length)
+    return lambda: F.instance_norm(x)
+
+
 def softmax(rows: int, cols: int) -> Op:
     """A softmax over ``cols`` for ``rows`` rows, into a reused output."""
     x, out = torch.randn(rows, cols), torch.empty(rows, cols)

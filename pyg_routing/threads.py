@@ -72,9 +72,16 @@ def choose_threads(requested: int | None = None, *, cores: int | None = None,
 
 
 def apply_threads(requested: int | None = None) -> int:
-    """``torch.set_num_threads(choose_threads(requested))``; returns the count set."""
+    """``torch.set_num_threads(choose_threads(requested))`` and the same count for
+    numba's parallel kernels (NDS's repairs); returns the count set.
+
+    Both at once because they share one OpenMP runtime: numba's ``omp`` threading
+    layer sets OpenMP's thread count to numba's at every parallel launch, which is
+    torch's count from then on (a 1-thread torch became 2-thread after one repair)."""
+    import numba
     import torch
 
     threads = choose_threads(requested)
     torch.set_num_threads(threads)
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     return threads

@@ -36,7 +36,7 @@ from torch import Tensor, nn
 
 from pyg_routing.functional.chunks import needs_grad
 from pyg_routing.models.nds.encoder import merge_heads, split_heads
-from pyg_routing.models.nds.tail import fused_pick
+from pyg_routing.models.nds.tail import pick_rows
 from pyg_routing.models.sampling import sample_categorical, uniforms
 
 #: Width of PolyNet's binary latent in NDS.
@@ -155,9 +155,10 @@ class NDSDecoder(nn.Module):
         last = start.to(enc.dtype).expand(b * rollouts, d)
         hidden = None
         picks, log_prob = [], torch.zeros(b, rollouts, device=enc.device)
-        # The search's picks (no gradient, CPU): the step's tail in one pass
-        # (:mod:`.tail`), the mask updated in place; training keeps the torch path.
-        fused = selected is None and enc.device.type == "cpu" and not needs_grad(self, enc, z)
+        # The search's picks (no gradient): the step's tail in cache-sized slices, in
+        # place (:mod:`.tail`), and the mask updated in place; training keeps the
+        # log-softmax of every entry, which its gradient needs.
+        fused = selected is None and not needs_grad(self, enc, z)
         for t in range(k):
             hidden = self.GRU(last, hidden)
             q = split_heads(self.Wq_last(hidden).view(b, rollouts, d), self.heads)
@@ -166,9 +167,10 @@ class NDSDecoder(nn.Module):
             g = self.multi_head_combine(merge_heads(glimpse))        # [B, K, dim]
             ctx = g + self.poly_layer_2(F.relu(self.poly_layer_1(torch.cat([g, z], -1))))
             if fused:
-                pick, logp = fused_pick(torch.matmul(ctx, enc_t).view(-1, m), mask.view(-1, m),
-                                        uniforms(b * rollouts, generator), scale,
-                                        self.logit_clipping, temperature)
+                scores = torch.matmul(ctx, enc_t).float().view(-1, m)  # fresh: overwritten
+                pick, logp = pick_rows(scores, mask.view(-1, m),
+                                       uniforms(b * rollouts, generator, enc.device), scale,
+                                       self.logit_clipping, temperature)
                 pick = pick.view(b, rollouts)
                 log_prob += logp.view(b, rollouts)
                 mask.scatter_(2, pick.unsqueeze(-1), float("-inf"))
