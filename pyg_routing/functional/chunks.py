@@ -1,4 +1,4 @@
-"""Batch chunks for the no-gradient hot paths of the search.
+"""Batch slices for the no-gradient hot paths of the search.
 
 A search step over ``B`` instances of ``M`` nodes makes temporaries of ``B * M * dim``
 (encoder) and ``B * M * M * hidden`` (pair scores) elements. At the batch sizes users
@@ -11,8 +11,10 @@ megabytes (cache-resident, reused by the allocator: no fault in steady state).
 
 Only where nothing needs a gradient: with autograd, slices would change the sum order
 of the weight gradients (and the saved activations are needed whole anyway). The
-operations chunked here are row-wise over the batch, so a slice computes bit for bit
-what the whole batch computes (tests check this per model).
+operations sliced are row-wise over the batch, so a slice computes what the whole
+batch computes, bit for bit except in the layers with a single output column (MKL's
+matrix-vector products sum in an order that depends on the number of rows: a last-bit
+difference; tests check both per model). ``docs/design.md`` has the measurements.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor, nn
 
-#: elements of a chunk's temporaries (``2^20`` floats: 4 MB, about the L2 cache of the
+#: elements of a slice's temporaries (``2^20`` floats: 4 MB, about the L2 cache of the
 #: development machine): above it the passes leave the cache, far below it the
-#: per-chunk dispatch dominates. Measured on CVRP-100 at B = 512 (DACT, one thread):
-#: encoder 593 / 669 / 723 ms per forward at 2^19 / 2^20 / 2^22 elements, the pair
-#: scores 503 / 430 / 534 ms per step (a loaded machine: ±10 %).
+#: per-slice dispatch dominates. Measured on DACT at CVRP-100, B = 512, one thread (a
+#: loaded machine, +-10 %): the encoder was fastest on slices of 12-24 instances, the
+#: pair scores on 1-5 instances (13 000-65 000 pairs); 2^20 gives 17 and 2.
 CHUNK_ELEMENTS = 1 << 20
 
 
@@ -46,10 +48,16 @@ def instances_per_chunk(per_instance: int, budget: int = CHUNK_ELEMENTS) -> int:
     return max(1, budget // max(1, per_instance))
 
 
-def batch_slices(batch: int, per_chunk: int) -> Iterator[slice]:
-    """``slice``\\ s of ``per_chunk`` instances covering ``range(batch)``."""
-    for start in range(0, batch, per_chunk):
-        yield slice(start, min(batch, start + per_chunk))
+def batch_slices(batch: int, per_chunk: int, min_size: int = 1) -> Iterator[slice]:
+    """``slice``\\ s of ``per_chunk`` instances covering ``range(batch)``; a last slice
+    shorter than ``min_size`` joins the one before it (a product whose rows are the
+    instances takes another MKL path, with another summation order, for one row)."""
+    per_chunk = max(per_chunk, min_size)
+    starts = list(range(0, batch, per_chunk))
+    if len(starts) > 1 and batch - starts[-1] < min_size:
+        starts.pop()
+    for i, start in enumerate(starts):
+        yield slice(start, batch if i == len(starts) - 1 else start + per_chunk)
 
 
 def needs_grad(module: nn.Module | None, *tensors: Tensor | None) -> bool:

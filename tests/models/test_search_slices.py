@@ -175,3 +175,32 @@ def test_n2s_act_draws_the_action_decode_draws():
             action, _, _, _ = policy(obs, generator=torch.Generator().manual_seed(seed))
             assert torch.equal(policy.act(obs, generator=torch.Generator().manual_seed(seed)),
                                action)
+
+
+def test_batch_slices_keep_a_minimum_size():
+    def spans(*args, **kw):
+        return [(s.start, s.stop) for s in chunks.batch_slices(*args, **kw)]
+
+    assert spans(5, 2, min_size=2) == [(0, 2), (2, 5)]        # no one-instance tail
+    assert spans(3, 1, min_size=2) == [(0, 3)]
+    assert spans(6, 2, min_size=2) == [(0, 2), (2, 4), (4, 6)]
+    assert spans(1, 4) == [(0, 1)]
+
+
+@pytest.mark.parametrize("pe", ["none", "ipexpe", "rpe", "rope"])
+def test_nds_encoder_slices_equal_the_whole_batch(monkeypatch, pe):
+    import numpy as np
+
+    from pyg_routing.envs.deconstruction import PolicyDestroy, ProblemArrays, start_solutions
+    from pyg_routing.models import NDSPolicy
+
+    inst = make_generator("cvrp", 50, seed=1, preset="nds").sample(1)
+    arrays = ProblemArrays.from_instances(inst)
+    state = start_solutions(arrays, np.zeros(5, np.int32), rng=np.random.default_rng(0))
+    torch.manual_seed(0)
+    policy = NDSPolicy.build("cvrp", pe=pe, dim=32, heads=4).eval()
+    obs = PolicyDestroy(policy, inst).observe(state)
+    with torch.no_grad():
+        whole = policy.embed(obs)
+        monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 500)      # slices of 2 and 3 slots
+        assert torch.equal(policy.embed(obs), whole)
