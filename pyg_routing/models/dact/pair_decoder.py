@@ -81,7 +81,9 @@ class PairDecoder(nn.Module):
         first, last = self.mix[0], self.mix[2]
         logits = score_pairs(compat, first.weight, first.bias, last.weight, last.bias,
                              self.clip, compiled=self.compiled)
-        return logits.clamp(max=allowed_gate(mask, logits.dtype))
+        # One pass and one output, no ~mask (the same values and gradient as masked_fill);
+        # the search's slices use the branch-free gate instead (mask_logits_).
+        return torch.where(mask, logits, float("-inf"))
 
     def act(self, h: Tensor, mask: Tensor, action: Tensor | None = None,
             greedy: bool = False, generator: torch.Generator | None = None
@@ -191,7 +193,8 @@ def allowed_gate(allowed: Tensor, dtype: torch.dtype) -> Tensor:
     """``+inf`` where ``allowed`` (bool) is True, ``-inf`` elsewhere: ``logits.clamp(max=
     gate)`` is ``logits.masked_fill(~allowed, -inf)``, value for value and gradient for
     gradient, but branch-free (``masked_fill`` and ``where`` take about 5 ns per element
-    of a mixed mask on the CPU, the gate and the clamp under 1 ns)."""
+    of a mixed mask on the CPU, the gate and the clamp under 1 ns). In cache-sized
+    slices; on a whole large batch its float gate is one more big temporary."""
     return allowed.to(torch.uint8).to(dtype).sub_(0.5).mul_(float("inf"))
 
 
