@@ -116,7 +116,9 @@ class PairDecoder(nn.Module):
         (:mod:`~pyg_routing.functional.chunks`): the ``[B*M*M, hidden]`` activation of the
         pair MLP (851 MB at CVRP-100, B = 512) never exists, only a few MB per slice;
         the uniforms are drawn for the whole batch first, so the moves are those of
-        one pass over the batch, bit for bit."""
+        one pass over the batch (but where a score's last bit, which the one-column
+        output layer may round differently on a slice, moves a CDF step past its
+        uniform; see ``functional/chunks.py``)."""
         b, m, _ = h.shape
         if needs_grad(self, h):
             flat = self._pick(self._flat_logits(h, mask), greedy, generator)

@@ -107,7 +107,12 @@ class DACTPolicy(ImprovementPolicy):
 
         Without gradients, encoder and decoder run slice by slice of the batch
         (:mod:`~pyg_routing.functional.chunks`), so no ``[B, M, dim]`` embedding or
-        ``[B, M, M]`` score exists at once; the moves are the same, bit for bit."""
+        ``[B, M, M]`` score exists at once; the same moves (the pair MLP's one-column
+        output layer may differ in its last bit, see ``functional/chunks.py``). An
+        encoder without :meth:`GPSEncoder.slices_without_arcs` embeds the whole batch
+        and the decoder slices alone."""
+        if not hasattr(self.encoder, "slices_without_arcs"):
+            return self.decoder.select(self.embed(obs), obs.mask, greedy, generator)
         inputs = self.encoder.dense_inputs(obs)
         b, m = obs.x.shape[:2]
         per_chunk = self.encoder.slices_without_arcs(b, m, inputs)
