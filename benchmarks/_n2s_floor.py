@@ -1,21 +1,32 @@
 """The arithmetic floor of an N2S step on this machine: the work N2S's architecture
-needs whatever the implementation, timed alone on random tensors of the right shapes.
+needs whatever the implementation, timed alone on random tensors of the right shapes
+(the conventions of ``_floor.py``: full shapes, outputs allocated once).
 
-Inference, per step: every matrix product of the actor at its shape (3 Synthesis
-Attention layers: QKV, ``Q K^T``, ``A V``, output, 2 feed-forward; the decoder input
-projection; the removal decoder's bilinear form; the reinsertion compatibilities and
-the pair MLP's hidden layer over the ``P (2P - 1)`` places), plus the softmaxes and
-instance norms of the layers. What is left out is what an implementation may fuse or
-skip: permutes, bias adds, ReLUs, gathers, the pair MLP's first and last layers, the
-sampling, the environment step.
+Inference, per step, for ``B`` instances of ``M = 2P + 1`` nodes, ``N = B M`` rows,
+width ``D``, ``H`` heads of ``d = D / H``, ``K = P (2P - 1)`` reinsertion places:
+
+* the node embedding (``N x 2 x D``);
+* the positional (CPE) scores, once per step: the code's query and key projections
+  (``N x W x D`` twice) and their per-head product (``B H x M x d x M``);
+* per Synthesis Attention layer: the QKV projection (``N x D x 3D``), the node scores
+  (``B H x M x d x M``), the pair MLP over the ``2H`` score channels of all ``B M^2``
+  pairs (``2H -> 2H -> H``: ``B x 2H x 2H x M^2`` and ``B x H x 2H x M^2``), the
+  softmax, the values (``B H x M x M x d``), the output projection, the feed-forward
+  block (``N x D x F``, ``N x F x D``) and two instance norms;
+* the decoders: the decoder input (``N x D x D``; the graph part is per instance),
+  the removal's per-head bilinear forms (``N x D x H D`` and ``N x H x D x 2``), its
+  MLP over the ``B P`` pairs (``2H + 4 -> 32 -> 32 -> 1``) and softmax; the
+  reinsertion's compatibilities (``B x M x D x 4H``), its MLP's separable first
+  layer (``N x 2H x 32`` twice), the ``32 -> 32 -> 1`` layers over all ``B K``
+  places and the softmax over the places.
+
+Left out (an implementation may fuse or skip them): permutes, bias adds, ReLUs,
+tanh, gathers, the sampling, the environment step.
 
 Training, per step of n-step PPO with ``K`` updates: ``K`` actor and critic forwards
 (the rollout's own forward is the first update's), the bootstrap encoder and critic
 ``K / n_step`` times, and ``K`` backward passes counted as two products per forward
 product (the input and the weight gradient) and nothing else.
-
-So ``rl4co's time / floor time`` is the most any eager implementation of the same
-model could be faster than rl4co here, the ceiling of the speed-up targets.
 """
 
 from __future__ import annotations
@@ -24,25 +35,34 @@ import time
 from collections.abc import Callable
 
 import torch
-from torch import Tensor
+from _floor import Op, backward_shapes, gemms, run_ops
 
 from pyg_routing.models.n2s.synthesis_attention import instance_norm
 
 Gemm = tuple[int, int, int, int]           # (batch, rows, inner, columns)
 
 
-def encoder_gemms(b: int, m: int, dim: int, heads: int, layers: int, ff: int) -> list[Gemm]:
-    d = dim // heads
-    per_layer = [(1, b * m, dim, 3 * dim), (b * heads, m, d, m), (b * heads, m, m, d),
-                 (1, b * m, dim, dim), (1, b * m, dim, ff), (1, b * m, ff, dim)]
-    return per_layer * layers
+def encoder_gemms(b: int, m: int, dim: int, heads: int, layers: int, ff: int,
+                  code: int = 128, features: int = 2) -> list[Gemm]:
+    """The encoder's products (embedding, CPE scores, ``layers`` layers)."""
+    d, n, pairs = dim // heads, b * m, m * m
+    out = [(1, n, features, dim), (1, n, code, dim), (1, n, code, dim), (b * heads, m, d, m)]
+    per_layer = [(1, n, dim, 3 * dim), (b * heads, m, d, m),
+                 (b, 2 * heads, 2 * heads, pairs), (b, heads, 2 * heads, pairs),
+                 (b * heads, m, m, d), (1, n, dim, dim), (1, n, dim, ff), (1, n, ff, dim)]
+    return out + per_layer * layers
 
 
 def decoder_gemms(b: int, m: int, dim: int, heads: int, hidden: int = 32) -> list[Gemm]:
-    pairs = (m - 1) // 2
-    places = pairs * (2 * pairs - 1)
-    return [(1, b * m, dim, dim), (1, b * m, dim, heads * dim), (b, m, dim, 4 * heads),
-            (1, b * places, hidden, hidden)]
+    """The two decoders' products."""
+    n, p = b * m, (m - 1) // 2
+    places = p * (2 * p - 1)
+    removal = [(1, n, dim, dim), (1, n, dim, heads * dim), (n, heads, dim, 2),
+               (1, b * p, 2 * heads + 4, hidden), (1, b * p, hidden, hidden),
+               (1, b * p, hidden, 1)]
+    reinsertion = [(b, m, dim, 4 * heads), (1, n, 2 * heads, hidden), (1, n, 2 * heads, hidden),
+                   (1, b * places, hidden, hidden), (1, b * places, hidden, 1)]
+    return removal + reinsertion
 
 
 def critic_gemms(b: int, m: int, dim: int, heads: int) -> list[Gemm]:
@@ -52,56 +72,46 @@ def critic_gemms(b: int, m: int, dim: int, heads: int) -> list[Gemm]:
             (1, b * m, dim, dim // 2)]
 
 
-def backward_gemms(gemms: list[Gemm]) -> list[Gemm]:
-    """The input and the weight gradient of every product."""
-    out = []
-    for batch, rows, inner, cols in gemms:
-        out += [(batch, rows, cols, inner), (batch, inner, rows, cols)]
-    return out
+def _softmax_ops(b: int, m: int, heads: int, layers: int) -> list[Op]:
+    """The layers' attention softmaxes and the decoders' (removal, reinsertion)."""
+    p = (m - 1) // 2
+    scores, removal = torch.randn(b, heads, m, m), torch.randn(b, p)
+    places = torch.randn(b, p * (2 * p - 1))
+    return [lambda: torch.softmax(scores, -1)] * layers + [
+        lambda: torch.softmax(removal, -1), lambda: torch.softmax(places, -1)]
 
 
-def _gemm_ops(gemms: list[Gemm]) -> list[Callable[[], Tensor]]:
-    ops = []
-    for batch, rows, inner, cols in gemms:
-        a, w = torch.randn(batch, rows, inner), torch.randn(batch, inner, cols)
-        out = torch.empty(batch, rows, cols)
-        ops.append(lambda a=a, w=w, out=out: torch.bmm(a, w, out=out))
-    return ops
-
-
-def _layer_ops(b: int, m: int, dim: int, heads: int, layers: int) -> list[Callable[[], Tensor]]:
-    scores, h = torch.randn(b, heads, m, m), torch.randn(b, m, dim)
-    return [lambda: torch.softmax(scores, -1), lambda: instance_norm(h),
-            lambda: instance_norm(h)] * layers
+def _norm_ops(b: int, m: int, dim: int, layers: int) -> list[Op]:
+    h = torch.randn(b, m, dim)
+    return [lambda: instance_norm(h)] * (2 * layers)
 
 
 class N2SFloor:
     """The floor of one N2S step (see the module docstring) for ``b`` instances of
-    ``m`` nodes; ``inference(steps)`` and ``training(steps, n_step, k)`` return
-    runners ``run(round) -> seconds`` like the benchmark's others."""
+    ``m`` nodes; :attr:`search` is one search step's ops; ``inference(steps)`` and
+    ``training(steps, n_step, k)`` return runners ``run(round) -> seconds`` like the
+    other runners of ``_n2s_vs_rl4co.py``."""
 
     def __init__(self, b: int, m: int, dim: int = 128, heads: int = 4, layers: int = 3,
-                 ff: int = 128) -> None:
-        encoder = encoder_gemms(b, m, dim, heads, layers, ff)
+                 ff: int = 128, code: int = 128) -> None:
+        encoder = encoder_gemms(b, m, dim, heads, layers, ff, code)
         actor = encoder + decoder_gemms(b, m, dim, heads)
         critic = critic_gemms(b, m, dim, heads)
-        norms = _layer_ops(b, m, dim, heads, layers)
-        self.actor = _gemm_ops(actor) + norms
-        self.actor_critic = _gemm_ops(actor + critic) + norms
-        self.bootstrap = _gemm_ops(encoder + critic) + norms
-        self.backward = _gemm_ops(backward_gemms(actor + critic))
+        rest = _softmax_ops(b, m, heads, layers) + _norm_ops(b, m, dim, layers)
+        self.search = gemms(actor) + rest
+        self.actor_critic = gemms(actor + critic) + rest
+        self.bootstrap = gemms(encoder + critic) + _norm_ops(b, m, dim, layers)
+        self.backward = gemms(backward_shapes(actor + critic))
 
     @staticmethod
-    def _timed(ops: list[Callable[[], Tensor]], times: int) -> float:
+    def _timed(ops: list[Op], times: int) -> float:
         start = time.perf_counter()
-        for _ in range(times):
-            for op in ops:
-                op()
+        run_ops(ops, times)
         return time.perf_counter() - start
 
     def inference(self, steps: int) -> Callable[[int], float]:
-        self._timed(self.actor, 1)                                     # warm-up
-        return lambda _: self._timed(self.actor, steps)
+        self._timed(self.search, 1)                                    # warm-up
+        return lambda _: self._timed(self.search, steps)
 
     def training(self, steps: int, n_step: int, k: int = 3) -> Callable[[int], float]:
         def run(_: int) -> float:

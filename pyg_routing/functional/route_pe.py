@@ -123,13 +123,14 @@ def ipe(cum_dist: Tensor, route_length: Tensor, dim: int = 64, direction: str = 
     omega = ipe_frequencies(num, dim, frequencies, base, phase.device, phase.dtype)
     angle = phase * omega
     scale = ipe_amplitudes(num, amplitude, phase.device, phase.dtype)
+    # In place on fresh tensors (a search recomputes the code every step: B*M rows).
     if direction == "aware":
-        out = torch.stack([torch.sin(angle) * scale, torch.cos(angle) * scale],
+        out = torch.stack([torch.sin(angle).mul_(scale), angle.cos_().mul_(scale)],
                           dim=-1).flatten(-2)
     else:
-        out = torch.cos(angle) * scale
+        out = angle.cos_().mul_(scale)
     if route_pos is not None:
-        out = torch.where((route_pos < 0).unsqueeze(-1), torch.zeros_like(out), out)
+        out.masked_fill_((route_pos < 0).unsqueeze(-1), 0.0)
     return out
 
 
@@ -178,11 +179,11 @@ def xpe(depot_angle: Tensor, num_bands: int = 4, dim: int | None = None,
     theta = depot_angle.unsqueeze(-1)
     scale = torch.pow(2.0, torch.arange(num_bands, device=theta.device, dtype=theta.dtype))
     angle = theta * scale
-    out = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
+    out = torch.stack([torch.sin(angle), angle.cos_()], dim=-1).flatten(-2)
     if width > out.size(-1):
         out = torch.nn.functional.pad(out, (0, width - out.size(-1)))
     if depot_mask is not None:
-        out = torch.where(depot_mask.unsqueeze(-1), torch.zeros_like(out), out)
+        out.masked_fill_(depot_mask.unsqueeze(-1), 0.0)
     return out
 
 

@@ -15,6 +15,12 @@ from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
 from pyg_routing.data.route_quantities import edge_index_from_successors
+from pyg_routing.functional.chunks import (
+    batch_slices,
+    chunk_budget,
+    instances_per_chunk,
+    needs_grad,
+)
 from pyg_routing.functional.index_pe import dense_route_inputs
 from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
@@ -95,6 +101,12 @@ def check_pe_init(pe_init: str | float) -> str | float:
         raise ValueError(f"unknown pe_init {pe_init!r}; choose from {PE_INITS} or a "
                          f"number >= 0 (the code block's scale)")
     return scale
+
+
+def slice_inputs(inputs: dict[str, Tensor | None], sl: slice) -> dict[str, Tensor | None]:
+    """:meth:`GPSEncoder.dense_inputs` of the instances ``sl``, without ``edge_index``
+    (its node ids are the whole batch's; a slice runs without it)."""
+    return {k: None if v is None or k == "edge_index" else v[sl] for k, v in inputs.items()}
 
 
 def _pred_succ(succ: Tensor) -> tuple[Tensor, Tensor]:
@@ -186,7 +198,7 @@ class GPSEncoder(nn.Module):
         rotary = self.positional.rotary
         pe_width = self.pe_width = self.positional.width
         self.input = nn.Sequential(nn.utils.skip_init(nn.Linear, in_channels + pe_width, dim),
-                                   nn.ReLU(), nn.Linear(dim, dim))
+                                   nn.ReLU(inplace=True), nn.Linear(dim, dim))
         self.layers = nn.ModuleList(
             GPSLayer(dim, heads, dropout, rotary=rotary, local=self.local_mp != "none",
                      directed=self.local_mp == "directed") for _ in range(num_layers))
@@ -279,9 +291,28 @@ class GPSEncoder(nn.Module):
         if x.size(-1) != self.in_channels:
             raise ValueError(f"GPSEncoder(in_channels={self.in_channels}) got node features "
                              f"of width {x.size(-1)}")
-        parts = [x]
         if self.positional.reads_positions and route_pos is None:
             raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
+        # Search batches (no gradient) run in slices of instances: every temporary
+        # stays a few MB (see functional/chunks.py); the result is the same, bit for bit.
+        # The slices need no edge_index: the directed layers gather along succ, the
+        # attention-only layers read no arcs.
+        inputs = {"x": x, "edge_index": edge_index, "pe": pe, "route_pos": route_pos,
+                  "route_id": route_id, "succ": succ, "open_routes": open_routes}
+        per_chunk = self.slices_without_arcs(b, m, inputs)
+        if per_chunk is not None:
+            out = x.new_empty(b, m, self.dim)
+            for sl in batch_slices(b, per_chunk):
+                out[sl] = self._dense(**slice_inputs(inputs, sl))
+            return out
+        return self._dense(**inputs)
+
+    def _dense(self, x: Tensor, edge_index: Tensor | None, pe: Tensor | None,
+               route_pos: Tensor | None, route_id: Tensor | None, succ: Tensor | None,
+               open_routes: Tensor | None) -> Tensor:
+        """:meth:`forward_dense` after its checks, on the whole batch given."""
+        b, m, _ = x.shape
+        parts = [x]
         code = self.positional.node_code(pe, route_pos, type(self).__name__)
         if code is not None:
             parts.append(code.to(x.dtype))
@@ -307,6 +338,13 @@ class GPSEncoder(nn.Module):
         :class:`pyg_routing.envs.Observation`, duck-typed): ``[B, M, dim]``. The node
         code comes from the observation's route quantities; ``succ`` is used when it
         is the successor of every node (``[B, M]``)."""
+        return self.forward_dense(**self.dense_inputs(obs))
+
+    def dense_inputs(self, obs: Any) -> dict[str, Tensor | None]:
+        """The keyword arguments of :meth:`forward_dense` for an observation (what
+        :meth:`forward_observation` passes): features (with the depot channel of
+        ``mark_depot``), arcs, node code, positions, route ids, successors, open
+        routes. Every entry but ``edge_index`` is batch-first."""
         dtype = self.input[0].weight.dtype
         x = obs.x.to(dtype)
         if self.mark_depot:
@@ -315,9 +353,24 @@ class GPSEncoder(nn.Module):
         succ = getattr(obs, "succ", None)
         if succ is not None and succ.shape != x.shape[:2]:
             succ = None
-        return self.forward_dense(x, obs.edge_index, self.positional.observed_code(obs, dtype),
-                                  obs.route_pos, obs.route_id, succ=succ,
-                                  open_routes=getattr(obs, "open_routes", None))
+        return {"x": x, "edge_index": obs.edge_index,
+                "pe": self.positional.observed_code(obs, dtype), "route_pos": obs.route_pos,
+                "route_id": obs.route_id, "succ": succ,
+                "open_routes": getattr(obs, "open_routes", None)}
+
+    def slices_without_arcs(self, batch: int, nodes: int, inputs: dict[str, Tensor | None]
+                            ) -> int | None:
+        """Instances per slice when :meth:`forward_dense` may run on slices of the batch
+        (``inputs`` as from :meth:`dense_inputs`, no gradient, a batch larger than one
+        slice, layers that read no ``edge_index``); ``None`` when it runs whole."""
+        # A slice's temporaries alive at once: about 8 * dim per node (qkv, the two GIN
+        # hidden layers, the feed-forward hidden layer, the residual).
+        per_chunk = instances_per_chunk(8 * nodes * self.dim, chunk_budget(inputs["x"].device))
+        sliceable = self.local_mp == "none" or (self.local_mp == "directed"
+                                                and inputs.get("succ") is not None)
+        if batch <= per_chunk or not sliceable or needs_grad(self, inputs["x"], inputs["pe"]):
+            return None
+        return per_chunk
 
     def _layers(self, h: Tensor, edge_index: Tensor, batch: Tensor, route_pos: Tensor | None,
                 route_id: Tensor | None, mask: Tensor | None,

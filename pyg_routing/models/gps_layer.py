@@ -12,14 +12,17 @@ from pyg_routing.models.pe.rope import RotaryPE
 
 
 def _gin(dim: int) -> GINConv:
-    return GINConv(nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim)),
+    # ReLUs in place: a Linear's backward does not read its output.
+    return GINConv(nn.Sequential(nn.Linear(dim, dim), nn.ReLU(inplace=True),
+                                 nn.Linear(dim, dim)),
                    train_eps=True)
 
 
 def _gin_one_neighbour(conv: GINConv, x: Tensor, source: Tensor) -> Tensor:
     """``conv(x, arcs)`` for arcs ``source[v] -> v``, one per node: GINConv's
-    ``nn(sum of messages + (1 + eps) x)`` with the one-message sum as a gather."""
-    return conv.nn(torch.index_select(x, 0, source) + (1 + conv.eps) * x)
+    ``nn(sum of messages + (1 + eps) x)`` with the one-message sum as a gather (the
+    gathered rows take the sum in place)."""
+    return conv.nn(torch.index_select(x, 0, source).add_((1 + conv.eps) * x))
 
 
 class GPSLayer(nn.Module):
@@ -61,7 +64,8 @@ class GPSLayer(nn.Module):
             if directed:
                 self.local_rev = _gin(dim)
         self.attn = RouteAttention(dim, heads, dropout, rotary)
-        self.ff = nn.Sequential(nn.Linear(dim, ff_mult * dim), nn.ReLU(), nn.Dropout(dropout),
+        self.ff = nn.Sequential(nn.Linear(dim, ff_mult * dim), nn.ReLU(inplace=True),
+                                nn.Dropout(dropout),
                                 nn.Linear(ff_mult * dim, dim))
         if local:     # registered here, as before the option, to keep the state order
             self.norm_local = nn.LayerNorm(dim)
@@ -99,23 +103,24 @@ class GPSLayer(nn.Module):
         if self.local is not None and self.norm_local is not None:
             if neighbours is not None and self.local_rev is not None:
                 pred, succ = neighbours
-                msg = _gin_one_neighbour(self.local, x, pred) + \
-                    _gin_one_neighbour(self.local_rev, x, succ)
+                msg = _gin_one_neighbour(self.local, x, pred).add_(
+                    _gin_one_neighbour(self.local_rev, x, succ))
             else:
                 if edge_index is None:
                     raise ValueError("GPSLayer needs edge_index unless it is directed and "
                                      "given neighbours=(pred, succ)")
                 msg = self.local(x, edge_index)
                 if self.local_rev is not None:
-                    msg = msg + self.local_rev(x, edge_index.flip(0))
-            h_local = self.norm_local(x + self.dropout(msg))
+                    msg = msg.add_(self.local_rev(x, edge_index.flip(0)))
+            # Sums in place on fresh outputs (a Linear's, dropout's): x + m == m + x.
+            h_local = self.norm_local(self.dropout(msg).add_(x))
         if graph_size is not None:
             h_attn = self.attn(x.view(-1, graph_size, x.size(-1)), None, bias,
                                position).reshape(x.shape)
         else:
             dense, mask = to_dense_batch(x, batch)
             h_attn = self.attn(dense, mask, bias, position)[mask]
-        h = self.norm_attn(x + self.dropout(h_attn))
+        h = self.norm_attn(self.dropout(h_attn).add_(x))
         if h_local is not None:
-            h = h_local + h
-        return self.norm_out(h + self.dropout(self.ff(h)))
+            h = h_local.add_(h)                 # a layer norm's backward reads no output
+        return self.norm_out(self.dropout(self.ff(h)).add_(h))

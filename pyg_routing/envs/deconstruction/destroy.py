@@ -42,6 +42,7 @@ from pyg_routing.envs.deconstruction._validate import (
     check_count,
     check_uniforms,
 )
+from pyg_routing.envs.deconstruction.compile_notice import announce_compilation
 from pyg_routing.envs.deconstruction.problem import PCVRP, ProblemArrays
 from pyg_routing.envs.deconstruction.state import ToursState, state_shapes_match
 
@@ -330,6 +331,7 @@ class SISRDestroy:
         out = np.full((len(state), u.shape[1], self.max_set_size(arrays.kind, n)), -1,
                       np.int32)
         table = self._tables.get(arrays)
+        announce_compilation(sisr_kernel)
         sisr_kernel(int(arrays.kind), table, state.inst, state.tour, state.succ, state.first,
                     state.size, self.c_bar, self.l_max, self.alpha, self.strict_strings, u, out)
         return out

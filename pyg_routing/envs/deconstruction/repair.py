@@ -56,6 +56,7 @@ from pyg_routing.envs.deconstruction._validate import (
     check_uniforms,
     check_which,
 )
+from pyg_routing.envs.deconstruction.compile_notice import announce_compilation
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
 from pyg_routing.envs.deconstruction.state import ToursState, state_shapes_match
 from pyg_routing.errors import InvalidSolutionError
@@ -88,6 +89,7 @@ def run_kernel(mode, state, best, arrays, sets, u, temperature, which, recreate_
                accepted, all_tours=False):
     """Call :func:`._kernels.sets_kernel` on validated inputs (``best`` None: no snapshots)."""
     b = best if best is not None else state
+    announce_compilation(sets_kernel)
     sets_kernel(mode, all_tours, arrays.kind, arrays.dist, arrays.dist_in, arrays.demand,
                 arrays.capacity,
                 arrays.prize, arrays.schedule_tw, arrays.service, state.inst,

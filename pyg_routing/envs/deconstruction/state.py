@@ -21,6 +21,7 @@ import torch
 
 from pyg_routing.envs.deconstruction._kernels import recompute_kernel
 from pyg_routing.envs.deconstruction._state_checks import check_layout, check_routes, check_state
+from pyg_routing.envs.deconstruction.compile_notice import announce_compilation
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
 from pyg_routing.errors import InvalidSolutionError
 
@@ -134,6 +135,7 @@ class ToursState:
     def recompute_costs(self, arrays: ProblemArrays) -> None:
         """Recompute every tour's load, length and prize and every slot's cost exactly
         from the tours (in place)."""
+        announce_compilation(recompute_kernel)
         recompute_kernel(arrays.dist, arrays.demand, arrays.prize, self.inst, self.succ,
                          self.pred, self.tour, self.first, self.size, self.load, self.length,
                          self.prize, self.cost)

@@ -45,6 +45,7 @@ from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
 from pyg_routing.envs.two_opt.precedence import pdtsp_features, precedence_mask
 from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
 from pyg_routing.envs.two_opt.time_windows import two_opt_time_window_mask
+from pyg_routing.functional.chunks import batch_slices, chunk_budget, instances_per_chunk
 from pyg_routing.functional.pickup_delivery import random_feasible_orders
 from pyg_routing.functional.route_pe import ipexpe
 
@@ -302,6 +303,29 @@ def route_loads(state: TwoOptState) -> tuple[Tensor, Tensor, Tensor]:
     return ridx.gather(1, rank), upto.gather(1, rank), after.gather(1, rank)
 
 
+def capacity_mask(state: TwoOptState) -> Tensor:
+    """``[B, M, M]`` bool, True where the move ``(i, j)`` keeps both routes within the
+    capacity (see :func:`action_mask`).
+
+    Written slice by slice of the batch into the one output, so the three ``[B, M, M]``
+    comparisons never exist whole (at CVRP-100, B = 512, each is 6.6 MB: the passes
+    stay in the cache and nothing is faulted)."""
+    ridx, upto, after = route_loads(state)
+    b, m = upto.shape
+    cap = state.capacity.double().unsqueeze(1) * (1 + CAPACITY_RTOL)
+    # ``upto_j <= cap - upto_i`` instead of ``upto_i + upto_j <= cap``: the
+    # subtraction is [B, M] instead of [B, M, M] (the mask dominates the step).
+    room_upto, room_after = (cap - upto).unsqueeze(2), (cap - after).unsqueeze(2)
+    upto, after = upto.unsqueeze(1), after.unsqueeze(1)
+    ok = torch.empty(b, m, m, dtype=torch.bool, device=upto.device)
+    for sl in batch_slices(b, instances_per_chunk(m * m, chunk_budget(upto.device))):
+        out = ok[sl]
+        torch.ge(room_upto[sl], upto[sl], out=out)
+        out &= room_after[sl] >= after[sl]
+        out |= ridx[sl].unsqueeze(2) == ridx[sl].unsqueeze(1)
+    return ok
+
+
 def action_mask(state: TwoOptState) -> Tensor:
     """``[B, M, M]`` bool, True where the move ``(i, j)`` is allowed.
 
@@ -323,13 +347,7 @@ def action_mask(state: TwoOptState) -> Tensor:
     b, m = state.order.shape
     dev = state.device
     if state.problem in (Problem.CVRP, Problem.VRPTW):
-        ridx, upto, after = route_loads(state)
-        cap = state.capacity.double().unsqueeze(1) * (1 + CAPACITY_RTOL)
-        # ``upto_j <= cap - upto_i`` instead of ``upto_i + upto_j <= cap``: the
-        # subtraction is [B, M] instead of [B, M, M] (the mask dominates the step).
-        ok = (((cap - upto).unsqueeze(2) >= upto.unsqueeze(1))
-              & ((cap - after).unsqueeze(2) >= after.unsqueeze(1)))
-        ok |= ridx.unsqueeze(2) == ridx.unsqueeze(1)
+        ok = capacity_mask(state)
         if state.problem is Problem.VRPTW:
             ok &= two_opt_time_window_mask(state)
     elif state.problem is Problem.PDTSP:

@@ -9,8 +9,19 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.distributions import Categorical
 
-from pyg_routing.models.dact.pair_scores import score_pairs
-from pyg_routing.models.sampling import sample_categorical
+from pyg_routing.functional.chunks import (
+    batch_slices,
+    chunk_budget,
+    instances_per_chunk,
+    needs_grad,
+)
+from pyg_routing.models.dact.pair_scores import (
+    PairWorkspace,
+    compiled_pair_scores,
+    score_pairs,
+    search_pair_scores,
+)
+from pyg_routing.models.sampling import sample_categorical, uniforms
 
 
 class PairDecoder(nn.Module):
@@ -52,16 +63,27 @@ class PairDecoder(nn.Module):
                 m.reset_parameters()
 
     def forward(self, h: Tensor, mask: Tensor) -> Tensor:
+        q, k = self._queries_keys(h)
+        return self._masked_scores(q, k, mask)
+
+    def _queries_keys(self, h: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-head queries (scaled by ``1/sqrt(d)``) and keys, ``[B, H, M, d]`` each."""
         b, m, _ = h.shape
         # 1/sqrt(d) folded into the query weight: [dim, dim] instead of [B, H, M, M].
         scale = 1.0 / math.sqrt(self.dim // self.heads)
         q = F.linear(h, self.query.weight * scale).view(b, m, self.heads, -1).transpose(1, 2)
         k = self.key(h).view(b, m, self.heads, -1).transpose(1, 2)
+        return q, k
+
+    def _masked_scores(self, q: Tensor, k: Tensor, mask: Tensor) -> Tensor:
+        """Logits ``[B, M, M]`` of the queries and keys (``-inf`` where not allowed)."""
         compat = q @ k.transpose(-1, -2)                                   # [B, H, M, M]
         first, last = self.mix[0], self.mix[2]
         logits = score_pairs(compat, first.weight, first.bias, last.weight, last.bias,
                              self.clip, compiled=self.compiled)
-        return logits.masked_fill(~mask, float("-inf"))
+        # One pass and one output, no ~mask (the same values and gradient as masked_fill);
+        # the search's slices use the branch-free gate instead (mask_logits_).
+        return torch.where(mask, logits, float("-inf"))
 
     def act(self, h: Tensor, mask: Tensor, action: Tensor | None = None,
             greedy: bool = False, generator: torch.Generator | None = None
@@ -88,16 +110,74 @@ class PairDecoder(nn.Module):
     def select(self, h: Tensor, mask: Tensor, greedy: bool = False,
                generator: torch.Generator | None = None) -> Tensor:
         """Only the move ``[B, 2]`` of :meth:`act` (same draw for the same
-        ``generator`` state), without log-probability and entropy: the search path."""
-        m = h.size(1)
-        flat = self._pick(self._flat_logits(h, mask), greedy, generator)
+        ``generator`` state), without log-probability and entropy: the search path.
+
+        Without gradients the moves are scored and drawn in slices of the batch
+        (:mod:`~pyg_routing.functional.chunks`): the ``[B*M*M, hidden]`` activation of the
+        pair MLP (851 MB at CVRP-100, B = 512) never exists, only a few MB per slice;
+        the uniforms are drawn for the whole batch first, so the moves are those of
+        one pass over the batch (but where a score's last bit, which the one-column
+        output layer may round differently on a slice, moves a CDF step past its
+        uniform; see ``functional/chunks.py``)."""
+        b, m, _ = h.shape
+        if needs_grad(self, h):
+            flat = self._pick(self._flat_logits(h, mask), greedy, generator)
+        else:
+            flat, picked = self.select_slices(h, mask, None if greedy else
+                                              uniforms(b, generator, h.device))
+            self.check_picked(picked, mask)
         return torch.stack([flat // m, flat % m], dim=-1)
 
-    def _flat_logits(self, h: Tensor, mask: Tensor) -> Tensor:
+    def select_slices(self, h: Tensor, mask: Tensor, uniform: Tensor | None
+                      ) -> tuple[Tensor, Tensor]:
+        """The flat moves ``[B]`` of :meth:`select` without gradients, scored and drawn
+        slice by slice, and the logit of each (for :meth:`check_picked`).
+
+        ``uniform``: the ``[B, 1]`` uniforms of the draw
+        (:func:`~pyg_routing.models.sampling.uniforms`); ``None``: argmax."""
+        b, m, _ = h.shape
+        first, last = self.mix[0], self.mix[2]
+        per_chunk = instances_per_chunk(m * m * first.out_features, chunk_budget(h.device))
+        flat = torch.empty(b, dtype=torch.long, device=h.device)
+        picked = torch.empty(b, device=h.device)
+        workspace = None
+        for sl in batch_slices(b, per_chunk):
+            q, k = self._queries_keys(h[sl])
+            compat = q @ k.transpose(-1, -2)                               # [c, H, M, M]
+            if self.compiled:
+                logits = compiled_pair_scores()(compat, first.weight, first.bias,
+                                                last.weight, last.bias, self.clip)
+            else:
+                if workspace is None:
+                    workspace = PairWorkspace(min(b, per_chunk) * m * m, self.heads,
+                                              first.out_features, compat.dtype, h.device)
+                logits = search_pair_scores(compat, first.weight, first.bias, last.weight,
+                                            last.bias, self.clip, workspace)
+            logits = mask_logits_(logits.flatten(1), mask[sl].flatten(1)).float()
+            if uniform is None:
+                pick = logits.argmax(-1)
+            else:
+                pick = sample_categorical(torch.softmax(logits, -1), uniform=uniform[sl])
+            flat[sl] = pick
+            picked[sl] = logits.gather(1, pick.clamp(max=m * m - 1).unsqueeze(1)).squeeze(1)
+        return flat, picked
+
+    def check_picked(self, picked: Tensor, mask: Tensor) -> None:
+        """Raise :meth:`act`'s error if a move of :meth:`select_slices` has logit
+        ``-inf``: a row with no allowed move (its softmax is of ``-inf`` only) picks
+        one, a row with one never does (zero probabilities are never drawn)."""
+        if bool((picked == float("-inf")).any()):
+            self._check_allowed(mask)
+
+    @staticmethod
+    def _check_allowed(mask: Tensor) -> None:
         allowed = mask.flatten(1).any(1)
         if not bool(allowed.all()):
             stuck = torch.nonzero(~allowed).flatten()[:5].tolist()
             raise ValueError(f"no allowed move for instance(s) {stuck}")
+
+    def _flat_logits(self, h: Tensor, mask: Tensor) -> Tensor:
+        self._check_allowed(mask)
         return self(h, mask).flatten(1).float()
 
     @staticmethod
@@ -109,6 +189,20 @@ class PairDecoder(nn.Module):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, clip={self.clip}"
                 f"{', compiled=True' if self.compiled else ''})")
+
+
+def allowed_gate(allowed: Tensor, dtype: torch.dtype) -> Tensor:
+    """``+inf`` where ``allowed`` (bool) is True, ``-inf`` elsewhere: ``logits.clamp(max=
+    gate)`` is ``logits.masked_fill(~allowed, -inf)``, value for value and gradient for
+    gradient, but branch-free (``masked_fill`` and ``where`` take about 5 ns per element
+    of a mixed mask on the CPU, the gate and the clamp under 1 ns). In cache-sized
+    slices; on a whole large batch its float gate is one more big temporary."""
+    return allowed.to(torch.uint8).to(dtype).sub_(0.5).mul_(float("inf"))
+
+
+def mask_logits_(logits: Tensor, allowed: Tensor) -> Tensor:
+    """``logits`` with ``-inf`` where ``allowed`` is False, in place (no gradient)."""
+    return logits.clamp_(max=allowed_gate(allowed, logits.dtype))
 
 
 class ValueHead(nn.Module):

@@ -48,10 +48,41 @@ def _pair_mlp(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
     b, h, m, _ = compat.shape
     pairs = torch.cat([compat.permute(0, 2, 3, 1), compat.new_ones(b, m, m, 1)], -1)
     pairs = pairs.view(b * m * m, h + 1)
-    weight = torch.cat([w1, b1.unsqueeze(1)], 1).t().to(pairs.dtype)     # [H+1, F]
+    weight = _first_weight(w1, b1, pairs.dtype)
     hidden = pairs.mm(weight).relu_()
     out = torch.addmm(b2.to(hidden.dtype), hidden, w2.t().to(hidden.dtype))
     return pairs, weight, hidden, clip * torch.tanh(out.view(b, m, m))
+
+
+def _first_weight(w1: Tensor, b1: Tensor, dtype: torch.dtype) -> Tensor:
+    """``[w1, b1]^T`` (``[H+1, F]``): the first layer's weights on ``[c, 1]``."""
+    return torch.cat([w1, b1.unsqueeze(1)], 1).t().to(dtype)
+
+
+class PairWorkspace:
+    """The reused buffers of :func:`search_pair_scores` for slices of up to ``pairs``
+    pairs: the pairs matrix ``[pairs, H+1]`` (its last column ones, written once) and
+    the hidden activations ``[pairs, hidden]``, in ``dtype`` on ``device``."""
+
+    def __init__(self, pairs: int, heads: int, hidden: int, dtype: torch.dtype,
+                 device: torch.device) -> None:
+        self.pairs = torch.ones(pairs, heads + 1, dtype=dtype, device=device)
+        self.hidden = torch.empty(pairs, hidden, dtype=dtype, device=device)
+
+
+def search_pair_scores(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
+                       clip: float, workspace: PairWorkspace) -> Tensor:
+    """:func:`pair_scores` for a slice of a search batch, the same values bit for bit,
+    with nothing allocated per pair but the ``[P, 1]`` output: the pairs matrix and the
+    hidden activations are written into ``workspace``, tanh and the clip in place."""
+    b, h, m, _ = compat.shape
+    p = b * m * m
+    pairs = workspace.pairs[:p]
+    pairs.view(b, m, m, h + 1)[..., :h].copy_(compat.permute(0, 2, 3, 1))
+    hidden = torch.mm(pairs, _first_weight(w1, b1, pairs.dtype),
+                      out=workspace.hidden[:p]).relu_()
+    out = torch.addmm(b2.to(hidden.dtype), hidden, w2.t().to(hidden.dtype))
+    return out.view(b, m, m).tanh_().mul_(clip)
 
 
 def pair_scores_elementwise(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,

@@ -14,9 +14,11 @@ from torch import Tensor
 
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.two_opt.env import TwoOptEnv
+from pyg_routing.functional.chunks import batch_slices, needs_grad
 from pyg_routing.models.dact.pair_decoder import PairDecoder, ValueHead
-from pyg_routing.models.gps_encoder import GPSEncoder
+from pyg_routing.models.gps_encoder import GPSEncoder, slice_inputs
 from pyg_routing.models.policy import ImprovementPolicy
+from pyg_routing.models.sampling import uniforms
 
 
 class ObservationLike(Protocol):
@@ -101,8 +103,31 @@ class DACTPolicy(ImprovementPolicy):
     def act(self, obs: ObservationLike, greedy: bool = False,
             generator: torch.Generator | None = None) -> Tensor:
         """Only the move ``[B, 2]`` (the draw :meth:`forward` makes for the same
-        ``generator`` state), scored without log-probability and entropy."""
-        return self.decoder.select(self.embed(obs), obs.mask, greedy, generator)
+        ``generator`` state), scored without log-probability and entropy.
+
+        Without gradients, encoder and decoder run slice by slice of the batch
+        (:mod:`~pyg_routing.functional.chunks`), so no ``[B, M, dim]`` embedding or
+        ``[B, M, M]`` score exists at once; the same moves (the pair MLP's one-column
+        output layer may differ in its last bit, see ``functional/chunks.py``). An
+        encoder without :meth:`GPSEncoder.slices_without_arcs` embeds the whole batch
+        and the decoder slices alone."""
+        if not hasattr(self.encoder, "slices_without_arcs"):
+            return self.decoder.select(self.embed(obs), obs.mask, greedy, generator)
+        inputs = self.encoder.dense_inputs(obs)
+        b, m = obs.x.shape[:2]
+        per_chunk = self.encoder.slices_without_arcs(b, m, inputs)
+        if per_chunk is None or needs_grad(self.decoder):
+            return self.decoder.select(self.encoder.forward_dense(**inputs), obs.mask, greedy,
+                                       generator)
+        u = None if greedy else uniforms(b, generator, obs.x.device)
+        flat = torch.empty(b, dtype=torch.long, device=obs.x.device)
+        picked = torch.empty(b, device=obs.x.device)
+        for sl in batch_slices(b, per_chunk):
+            h = self.encoder.forward_dense(**slice_inputs(inputs, sl))
+            flat[sl], picked[sl] = self.decoder.select_slices(
+                h, obs.mask[sl], None if u is None else u[sl])
+        self.decoder.check_picked(picked, obs.mask)
+        return torch.stack([flat // m, flat % m], dim=-1)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.encoder!r}, {self.decoder!r})"

@@ -24,6 +24,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pyg_routing.functional.chunks import (
+    batch_slices,
+    chunk_budget,
+    instances_per_chunk,
+    needs_grad,
+)
+
 
 def _mlp(inputs: int, hidden: int = 32) -> nn.Sequential:
     """N2S's scoring MLP ``inputs -> 32 -> 32 -> 1`` (ReLU)."""
@@ -104,6 +111,16 @@ class RemovalDecoder(nn.Module):
 
     def forward(self, h: Tensor, succ: Tensor, history: Tensor) -> Tensor:
         b, m, d = h.shape
+        # Without gradients, slices of instances (functional/chunks.py): the [B*M, H*D]
+        # bilinear products (13 MB at PDP-101, B = 64) never exist whole; same values.
+        per_chunk = instances_per_chunk(2 * m * self.heads * d, chunk_budget(h.device))
+        if b > per_chunk and not needs_grad(self, h):
+            return torch.cat([self._scores(h[sl], succ[sl], history[sl])
+                              for sl in batch_slices(b, per_chunk)])
+        return self._scores(h, succ, history)
+
+    def _scores(self, h: Tensor, succ: Tensor, history: Tensor) -> Tensor:
+        b, m, d = h.shape
         p = (m - 1) // 2
         pred = torch.empty_like(succ).scatter_(
             1, succ, torch.arange(m, device=succ.device).expand_as(succ))
@@ -155,6 +172,21 @@ class ReinsertionDecoder(nn.Module):
 
     def forward(self, h: Tensor, succ: Tensor, pickup: Tensor, delivery: Tensor,
                 first: Tensor, second: Tensor) -> Tensor:
+        left, right = self._sides(h, succ, pickup, delivery)
+        b = h.size(0)
+        # Without gradients, the places in slices of instances (functional/chunks.py):
+        # their [B*K, 32] activations (40 MB at PDP-101, B = 64) never exist whole.
+        per_chunk = instances_per_chunk(2 * first.size(1) * self.hidden.out_features,
+                                        chunk_budget(h.device))
+        if b > per_chunk and not needs_grad(self, h):
+            return torch.cat([self._places(left[sl], right[sl], first[sl], second[sl])
+                              for sl in batch_slices(b, per_chunk)])
+        return self._places(left, right, first, second)
+
+    def _sides(self, h: Tensor, succ: Tensor, pickup: Tensor, delivery: Tensor
+               ) -> tuple[Tensor, Tensor]:
+        """The MLP's first layer at every node, ``[B, M, F]`` each: the pickup's side
+        (``i``, with the bias) and the delivery's (``j``)."""
         b, m, d = h.shape
         hh = self.heads
         rows = torch.arange(b, device=h.device)
@@ -169,11 +201,16 @@ class ReinsertionDecoder(nn.Module):
         # First layer, separable: pickup channels at i, delivery channels at j.
         left = torch.einsum("bmkh,fkh->bmf", side[:, :, 0], w[:, 0]) + self.first.bias
         right = torch.einsum("bmkh,fkh->bmf", side[:, :, 1], w[:, 1])
+        return left, right
+
+    def _places(self, left: Tensor, right: Tensor, first: Tensor, second: Tensor) -> Tensor:
+        """The logits ``[B, K]`` of the places ``(first, second)`` from the sides."""
+        b, m, _ = left.shape
         # left[first] + right[second] as ONE gather-and-sum (an embedding bag of two
         # rows per place), not two [B*K, F] gathers and an add. The rest of the MLP
         # written out: ReLUs in place on fresh tensors, the last layer a matrix-vector
         # product ([B*K, 32] activations are the decoder's bulk).
-        offset = torch.arange(b, device=h.device).unsqueeze(1) * m
+        offset = torch.arange(b, device=left.device).unsqueeze(1) * m
         z = GatherSum.apply(left.reshape(b * m, -1), right.reshape(b * m, -1),
                             (first + offset).reshape(-1),
                             (second + offset).reshape(-1)).relu_()          # [B*K, F]

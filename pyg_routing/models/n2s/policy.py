@@ -83,6 +83,22 @@ class N2SPolicy(ImprovementPolicy):
     def decode(self, h: Tensor, obs: Any, action: Tensor | None, greedy: bool,
                generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
         """Pick (or score the given ``action [B, 3]``) a removal, then a reinsertion."""
+        action, removal, pair, place, k = self._choose(h, obs, action, greedy, generator)
+        d_pair, d_place = Categorical(logits=removal), Categorical(logits=place)
+        log_prob = d_pair.log_prob(pair) + d_place.log_prob(k)
+        return action, log_prob, d_pair.entropy() + d_place.entropy()
+
+    def act(self, obs: Any, greedy: bool = False,
+            generator: torch.Generator | None = None) -> Tensor:
+        """Only the action (the draws :meth:`decode` makes for the same ``generator``
+        state), without log-probabilities and entropies: the search path."""
+        return self._choose(self.embed(obs), obs, None, greedy, generator)[0]
+
+    def _choose(self, h: Tensor, obs: Any, action: Tensor | None, greedy: bool,
+                generator: torch.Generator | None
+                ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """``(action, removal logits [B, P], pair [B], place logits [B, K], place
+        index [B])``: picked, or of the given ``action``."""
         b, m, _ = h.shape
         p = (m - 1) // 2
         hs = self.project_node(h) + self.project_graph(h.amax(1)).unsqueeze(1)
@@ -103,9 +119,7 @@ class N2SPolicy(ImprovementPolicy):
                                   second.gather(1, k.unsqueeze(1)).squeeze(1)], 1)
         else:
             k = candidate_index(rank, pickup, delivery, action[:, 1], action[:, 2])
-        d_pair, d_place = Categorical(logits=removal), Categorical(logits=place)
-        log_prob = d_pair.log_prob(pair) + d_place.log_prob(k)
-        return action, log_prob, d_pair.entropy() + d_place.entropy()
+        return action, removal, pair, place, k
 
     @staticmethod
     def _pick(logits: Tensor, greedy: bool, generator: torch.Generator | None) -> Tensor:

@@ -34,8 +34,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pyg_routing.functional.chunks import needs_grad
 from pyg_routing.models.nds.encoder import merge_heads, split_heads
-from pyg_routing.models.sampling import sample_categorical
+from pyg_routing.models.nds.tail import pick_rows
+from pyg_routing.models.sampling import sample_categorical, uniforms
 
 #: Width of PolyNet's binary latent in NDS.
 Z_DIM = 10
@@ -153,6 +155,10 @@ class NDSDecoder(nn.Module):
         last = start.to(enc.dtype).expand(b * rollouts, d)
         hidden = None
         picks, log_prob = [], torch.zeros(b, rollouts, device=enc.device)
+        # The search's picks (no gradient): the step's tail in cache-sized slices, in
+        # place (:mod:`.tail`), and the mask updated in place; training keeps the
+        # log-softmax of every entry, which its gradient needs.
+        fused = selected is None and not needs_grad(self, enc, z)
         for t in range(k):
             hidden = self.GRU(last, hidden)
             q = split_heads(self.Wq_last(hidden).view(b, rollouts, d), self.heads)
@@ -160,19 +166,28 @@ class NDSDecoder(nn.Module):
                 q, keys, values, attn_mask=mask.unsqueeze(1).to(q.dtype))
             g = self.multi_head_combine(merge_heads(glimpse))        # [B, K, dim]
             ctx = g + self.poly_layer_2(F.relu(self.poly_layer_1(torch.cat([g, z], -1))))
-            scores = torch.matmul(ctx, enc_t).float() * scale        # [B, K, M]
-            logits = self.logit_clipping * torch.tanh(scores) + mask
-            logp = F.log_softmax(logits / temperature, dim=-1)
-            if selected is None:
-                with torch.no_grad():
-                    pick = sample_categorical(logp.exp().view(-1, m), generator)
+            if fused:
+                scores = torch.matmul(ctx, enc_t).float().view(-1, m)  # fresh: overwritten
+                pick, logp = pick_rows(scores, mask.view(-1, m),
+                                       uniforms(b * rollouts, generator, enc.device), scale,
+                                       self.logit_clipping, temperature)
                 pick = pick.view(b, rollouts)
+                log_prob += logp.view(b, rollouts)
+                mask.scatter_(2, pick.unsqueeze(-1), float("-inf"))
             else:
-                pick = selected[:, :, t].long()
-            log_prob = log_prob + logp.gather(2, pick.unsqueeze(-1)).squeeze(-1)
+                scores = torch.matmul(ctx, enc_t).float() * scale        # [B, K, M]
+                logits = self.logit_clipping * torch.tanh(scores) + mask
+                logp = F.log_softmax(logits / temperature, dim=-1)
+                if selected is None:
+                    with torch.no_grad():
+                        pick = sample_categorical(logp.exp().view(-1, m), generator)
+                    pick = pick.view(b, rollouts)
+                else:
+                    pick = selected[:, :, t].long()
+                log_prob = log_prob + logp.gather(2, pick.unsqueeze(-1)).squeeze(-1)
+                # Out of place: the previous steps' graphs hold the old mask.
+                mask = mask.scatter(2, pick.unsqueeze(-1), float("-inf"))
             picks.append(pick)
-            # Out of place: the previous steps' graphs hold the old mask.
-            mask = mask.scatter(2, pick.unsqueeze(-1), float("-inf"))
             last = enc.gather(1, pick.unsqueeze(-1).expand(b, rollouts, d)).reshape(-1, d)
         return torch.stack(picks, dim=-1), log_prob
 

@@ -43,6 +43,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pyg_routing.functional.chunks import (
+    batch_slices,
+    chunk_budget,
+    instances_per_chunk,
+    needs_grad,
+)
 from pyg_routing.models.gps_encoder import check_heads
 from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
 from pyg_routing.models.pe.rope import RotaryPE
@@ -297,6 +303,18 @@ class NDSEncoder(nn.Module):
                 raise ValueError(f"{name} must be [B, N] = {(b, m - 1)}, got {tuple(t.shape)}")
         if self.positional.reads_positions and route_pos is None:
             raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
+        # The search's slots (no gradient) in slices (functional/chunks.py): the
+        # feed-forward and attention temporaries of 8 slots at CVRP-500 (8 MB each) were
+        # faulted afresh every call; every layer is per solution, so the same values.
+        ff = self.layers[0].feed_forward.W1.out_features if len(self.layers) else self.dim
+        # At least 2 solutions per slice: the depot's embedding has one row per solution
+        # (and MKL sums a one-row product in another order).
+        per_chunk = max(2, instances_per_chunk(m * max(ff, self.dim * 4),
+                                               chunk_budget(x.device)))
+        if b > per_chunk + 1 and not needs_grad(self, x, pe):
+            return torch.cat([self(*(None if t is None else t[sl] for t in (
+                x, pred, succ, tour, pe, route_pos, route_id, open_routes)))
+                for sl in batch_slices(b, per_chunk, min_size=2)])
         code = self.positional.node_code(pe, route_pos, type(self).__name__)
         depot, cust = x[:, :1, :2], x[:, 1:]
         if code is not None:

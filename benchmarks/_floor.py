@@ -1,0 +1,181 @@
+"""Shared parts of the floor benchmarks (``bench_dact.py``, ``bench_n2s.py``,
+``bench_nds.py``): the floor's operations, and interleaved timing with CPU time, wall
+time and page faults.
+
+The floor of a unit of work (a search step, a decoder pass, a training batch) is
+the arithmetic its architecture must do whatever the implementation: every matrix
+product at its shape, the attention, the softmaxes and the norms, each timed alone
+on random tensors, at the model's full shapes, into outputs allocated once (no
+allocation, no page fault, no permute, no bias add, no ReLU, no gather, no sampling,
+no environment). ``floor / ours`` is the share of our time that is this arithmetic.
+It is not a hardware bound: memory-bound operations run faster in cache-sized
+slices than at full shape, so an implementation that slices can beat a floor row.
+
+Timing: every runner is timed once per round, rounds interleaved, so a slow phase
+of the machine hits every row alike; medians over the rounds. The main figure is the
+process CPU time on ONE torch thread (:func:`pyg_routing.threads.apply_threads` with
+``PYG_ROUTING_THREADS=1`` unless the user set it): on a machine shared with other
+jobs a descheduled process does not accrue CPU time, where its wall time would grow.
+Wall time is printed beside it. Page faults are the process's minor faults
+(``ru_minflt``) during the unit: fresh pages the kernel had to map and zero.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from pyg_routing.threads import THREADS_ENV, apply_threads
+
+Op = Callable[[], object]
+
+
+def one_thread() -> int:
+    """Torch on one thread unless ``PYG_ROUTING_THREADS`` says otherwise."""
+    os.environ.setdefault(THREADS_ENV, "1")
+    return apply_threads()
+
+
+def machine_line() -> str:
+    """Cores, torch threads, load average: the state the numbers were taken in."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (f"{os.cpu_count()} cores, torch {torch.__version__} on "
+            f"{torch.get_num_threads()} thread(s), load average {load}")
+
+
+# ------------------------------------------------------------------ floor ops
+def gemm(batch: int, rows: int, inner: int, cols: int) -> Op:
+    """``[batch, rows, inner] @ [batch, inner, cols]`` into a reused output."""
+    a, w = torch.randn(batch, rows, inner), torch.randn(batch, inner, cols)
+    out = torch.empty(batch, rows, cols)
+    return lambda: torch.bmm(a, w, out=out)
+
+
+def gemms(shapes: list[tuple[int, int, int, int]]) -> list[Op]:
+    """:func:`gemm` of each ``(batch, rows, inner, cols)``."""
+    return [gemm(*s) for s in shapes]
+
+
+def backward_shapes(shapes: list[tuple[int, int, int, int]]
+                    ) -> list[tuple[int, int, int, int]]:
+    """The input and the weight gradient of every product (two per product)."""
+    out = []
+    for batch, rows, inner, cols in shapes:
+        out += [(batch, rows, cols, inner), (batch, inner, rows, cols)]
+    return out
+
+
+def attention(batch: int, heads: int, length: int, head_dim: int, keys: int | None = None,
+              mask: bool = False) -> Op:
+    """Scaled dot-product attention (PyTorch's fused kernel): ``batch x heads`` queries
+    ``[length, head_dim]`` over ``keys`` keys (default ``length``), optionally with an
+    additive ``[batch, 1, length, keys]`` mask."""
+    keys = length if keys is None else keys
+    q = torch.randn(batch, heads, length, head_dim)
+    k, v = torch.randn(batch, heads, keys, head_dim), torch.randn(batch, heads, keys, head_dim)
+    bias = torch.zeros(batch, 1, length, keys) if mask else None
+    return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+
+
+def layer_norm(rows: int, width: int) -> Op:
+    """``layer_norm`` over the last dim of ``[rows, width]``."""
+    x = torch.randn(rows, width)
+    return lambda: F.layer_norm(x, (width,))
+
+
+def instance_norm(batch: int, channels: int, length: int) -> Op:
+    """``instance_norm`` of ``[batch, channels, length]`` (per instance and channel)."""
+    x = torch.randn(batch, channels, length)
+    return lambda: F.instance_norm(x)
+
+
+def softmax(rows: int, cols: int) -> Op:
+    """A softmax over ``cols`` for ``rows`` rows, into a reused output."""
+    x, out = torch.randn(rows, cols), torch.empty(rows, cols)
+    return lambda: torch.softmax(x, -1, out=out)
+
+
+def run_ops(ops: list[Op], times: int = 1) -> None:
+    for _ in range(times):
+        for op in ops:
+            op()
+
+
+# ------------------------------------------------------------------ timing
+@dataclass
+class Sample:
+    """One timed call: CPU and wall seconds and minor page faults, per unit."""
+
+    cpu: float
+    wall: float
+    faults: float
+
+
+def _faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def timed(fn: Op, units: int = 1) -> Sample:
+    """``fn()`` once, per unit of work (``units``: how many units one call does)."""
+    f0, c0, w0 = _faults(), time.process_time(), time.perf_counter()
+    fn()
+    return Sample((time.process_time() - c0) / units, (time.perf_counter() - w0) / units,
+                  (_faults() - f0) / units)
+
+
+@dataclass
+class Row:
+    """Medians of a runner's samples."""
+
+    name: str
+    cpu: float
+    wall: float
+    faults: float
+    spread: tuple[float, float]         # min and max CPU time
+
+
+def interleaved(runners: dict[str, tuple[Op, int]], rounds: int,
+                warmup: int = 1) -> dict[str, Row]:
+    """Each runner ``name -> (call, units per call)`` once per round after ``warmup``
+    untimed rounds; medians per runner."""
+    for _ in range(warmup):
+        for fn, _units in runners.values():
+            fn()
+    samples: dict[str, list[Sample]] = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, (fn, units) in runners.items():
+            samples[name].append(timed(fn, units))
+    rows = {}
+    for name, got in samples.items():
+        cpu = [s.cpu for s in got]
+        rows[name] = Row(name, statistics.median(cpu), statistics.median(s.wall for s in got),
+                         statistics.median(s.faults for s in got), (min(cpu), max(cpu)))
+    return rows
+
+
+def print_table(title: str, rows: dict[str, Row], floor: str,
+                ours: list[str]) -> dict[str, float]:
+    """The rows with ``floor / row`` (CPU time) for every row of ``ours``; returns
+    those ratios by name."""
+    print(f"\n{title}")
+    print(f"{'row':<34}{'CPU ms':>10}{'(min-max)':>16}{'wall ms':>10}{'faults':>10}"
+          f"{'floor/ours':>12}")
+    base = rows[floor].cpu
+    ratios = {}
+    for name, row in rows.items():
+        ratio = ""
+        if name in ours:
+            ratios[name] = base / row.cpu
+            ratio = f"{ratios[name]:.2f}"
+        spread = f"({1e3 * row.spread[0]:.0f}-{1e3 * row.spread[1]:.0f})"
+        print(f"{name:<34}{1e3 * row.cpu:>10.1f}{spread:>16}{1e3 * row.wall:>10.1f}"
+              f"{row.faults:>10.0f}{ratio:>12}")
+    return ratios
+

@@ -1,0 +1,151 @@
+"""DACT against its arithmetic floor: a search step at the size users run (CVRP-100,
+batch 512; ``--problem tsp --customers 50 --batch 64`` for the issue's TSP row).
+
+Rows, interleaved round by round (medians of ``--rounds``, one torch thread, CPU
+time; see ``_floor.py``):
+
+* ``ours: search step``: what :class:`~pyg_routing.search.StepSearch` does per step:
+  the observation (features, masks, route quantities), the policy's move (encoder
+  with its node code, pair decoder, sampling) and the environment's step;
+* ``ours: policy``: the policy's move alone on a fixed observation;
+* ``floor``: the architecture's arithmetic at the same shapes (``M`` nodes with the
+  depot copies, ``N = B * M`` rows): the input projection of features and node code
+  (``N x (F + W) x D``, ``N x D x D``); per layer the two directed GINs (4 products
+  ``N x D x D``), the attention's ``N x D x 3D`` and ``N x D x D`` projections and
+  its fused kernel over ``B x H`` heads of ``M x D/H``, the feed-forward block
+  (``N x D x 2D``, ``N x 2D x D``) and 3 layer norms; the decoder's query and key
+  projections, the per-head compatibilities (``B H x M x D/H x M``), the pair MLP
+  over all ``B M^2`` pairs (``H -> hidden`` and ``hidden -> 1``) and the softmax over
+  the ``M^2`` moves.
+
+``--train`` adds a PPO update of the same batch: the forward with gradients of the
+actor and the critic scoring the sampled moves, and the backward (``ours: PPO
+update``), against the floor's forward and two products per product for the
+backward (the input and the weight gradient), the attention as its forward and
+twice its products (``floor: PPO update``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from _floor import (
+    attention,
+    backward_shapes,
+    gemms,
+    interleaved,
+    layer_norm,
+    machine_line,
+    one_thread,
+    print_table,
+    run_ops,
+    softmax,
+)
+
+from pyg_routing.data.generators import make_generator
+from pyg_routing.envs.two_opt import TwoOptEnv
+from pyg_routing.models import DACTPolicy
+
+
+def floor_shapes(policy: DACTPolicy, b: int, m: int) -> tuple[list, list]:
+    """The products ``(batch, rows, inner, cols)`` of one forward, and the rest (the
+    attention calls, norms and the softmax) as ``(kind, args)``."""
+    enc = policy.encoder
+    d, h, n = enc.dim, enc.heads, b * m
+    hidden = policy.decoder.mix[0].out_features
+    heads = policy.decoder.heads
+    shapes = [(1, n, enc.in_channels + enc.pe_width, d), (1, n, d, d)]
+    rest: list[tuple[str, tuple]] = []
+    for layer in enc.layers:
+        gins = sum(conv is not None for conv in (layer.local, layer.local_rev))
+        shapes += [(1, n, d, d)] * (2 * gins)
+        shapes += [(1, n, d, 3 * d), (1, n, d, d), (1, n, d, 2 * d), (1, n, 2 * d, d)]
+        rest += [("attention", (b, h, m, d // h))]
+        rest += [("norm", (n, d))] * (3 if gins else 2)
+    shapes += [(1, n, d, d), (1, n, d, d), (b * heads, m, d // heads, m)]
+    shapes += [(1, b * m * m, heads, hidden), (1, b * m * m, hidden, 1)]
+    rest += [("softmax", (b, m * m))]
+    return shapes, rest
+
+
+def floor_ops(shapes: list, rest: list) -> list:
+    ops = gemms(shapes)
+    for kind, args in rest:
+        ops.append({"attention": attention, "norm": layer_norm, "softmax": softmax}[kind](*args))
+    return ops
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--problem", default="cvrp")
+    parser.add_argument("--customers", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--pe", default="ipexpe")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--train", action="store_true", help="add the PPO-update rows")
+    args = parser.parse_args()
+    one_thread()
+    torch.manual_seed(0)
+    inst = make_generator(args.problem, args.customers, seed=0).sample(args.batch)
+    env = TwoOptEnv()
+    state = env.reset(inst, init="random", generator=torch.Generator().manual_seed(0))
+    b, m = state.order.shape
+    policy = DACTPolicy.build(args.problem, pe=args.pe)
+    gen = torch.Generator().manual_seed(0)
+    current = [state]
+
+    def search_step() -> None:
+        policy.eval()
+        with torch.no_grad():
+            obs = env.policy_observation(current[0], torch.float32)
+            current[0] = env.step(current[0], policy.act(obs, generator=gen))[0]
+
+    fixed = env.policy_observation(state, torch.float32)
+
+    def policy_move() -> None:
+        policy.eval()
+        with torch.no_grad():
+            policy.act(fixed, generator=gen)
+
+    shapes, rest = floor_shapes(policy, b, m)
+    forward = floor_ops(shapes, rest)
+    runners = {"ours: search step": (search_step, 1), "ours: policy": (policy_move, 1),
+               "floor": (lambda: run_ops(forward), 1)}
+    ours = ["ours: search step", "ours: policy"]
+    if args.train:
+        policy.train()
+        prepared = policy.prepare(fixed)
+        with torch.no_grad():
+            moves = policy.act(prepared, generator=gen)
+
+        def ppo_update() -> None:
+            policy.train()
+            policy.zero_grad(set_to_none=True)
+            _, log_prob, entropy, value = policy(prepared, action=moves, detach_critic=True)
+            (log_prob.mean() + entropy.mean() + value.square().mean()).backward()
+
+        # the attention's backward as twice its two products (scores, values)
+        enc = policy.encoder
+        d, h = enc.dim, enc.heads
+        att = [(b * h, m, d // h, m), (b * h, m, m, d // h)] * len(enc.layers)
+        critic = [(1, b, 2 * d + 2, 64), (1, b, 64, 1)]
+        backward = gemms(backward_shapes(shapes + critic + att))
+        training = forward + gemms(critic) + backward
+        runners["ours: PPO update"] = (ppo_update, 1)
+        runners["floor: PPO update"] = (lambda: run_ops(training), 1)
+    print(machine_line())
+    print(f"DACT {args.problem.upper()}-{args.customers}, batch {b}, M = {m} nodes "
+          f"(incl. depot copies), {policy.encoder!r}, decoder {policy.decoder!r}; "
+          f"{args.rounds} interleaved rounds")
+    rows = interleaved(runners, args.rounds)
+    search_rows = {k: v for k, v in rows.items() if "PPO" not in k}
+    print_table("search (no gradient)", search_rows, "floor", ours)
+    if args.train:
+        print_table("training", {k: v for k, v in rows.items() if "PPO" in k},
+                    "floor: PPO update", ["ours: PPO update"])
+    print(machine_line())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""N2S against its arithmetic floor: a search step at PDP-101 (100 customers, batch
+64, N2S's model: width 128, 3 layers, 4 heads, its cyclic code), ``--customers 50``
+for PDP-51.
+
+Rows, interleaved round by round (medians of ``--rounds``, one torch thread, CPU
+time; see ``_floor.py``):
+
+* ``ours: search step``: what :class:`~pyg_routing.search.StepSearch` does per step:
+  the observation, the policy's action (encoder with the CPE scores, removal and
+  reinsertion decoders, sampling) and the environment's step;
+* ``ours: policy``: the policy's action alone on a fixed observation;
+* ``floor``: the architecture's arithmetic at the same shapes, CPE scores, pair MLPs
+  and decoders included (``_n2s_floor.py``).
+
+``--train`` adds a PPO update of the same batch (forward with gradients of actor
+and critic scoring the sampled actions, and the backward) against the floor's
+forward of actor and critic and two products per product for the backward.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from _floor import interleaved, machine_line, one_thread, print_table, run_ops
+from _n2s_floor import N2SFloor
+
+from pyg_routing.data.generators import make_generator
+from pyg_routing.envs import PairReinsertionEnv
+from pyg_routing.models import N2SPolicy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--customers", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--pe", default="dact_cpe")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--train", action="store_true", help="add the PPO-update rows")
+    args = parser.parse_args()
+    one_thread()
+    torch.manual_seed(0)
+    inst = make_generator("pdtsp", args.customers, seed=0).sample(args.batch)
+    env = PairReinsertionEnv()
+    state = env.reset(inst, init="random", generator=torch.Generator().manual_seed(0))
+    b, m = state.order.shape
+    policy = N2SPolicy.build("pdtsp", pe=args.pe)
+    enc = policy.encoder
+    gen = torch.Generator().manual_seed(0)
+    current = [state]
+
+    def search_step() -> None:
+        policy.eval()
+        with torch.no_grad():
+            obs = env.policy_observation(current[0], torch.float32)
+            current[0] = env.step(current[0], policy.act(obs, generator=gen))[0]
+
+    fixed = env.policy_observation(state, torch.float32)
+
+    def policy_move() -> None:
+        policy.eval()
+        with torch.no_grad():
+            policy.act(fixed, generator=gen)
+
+    floor = N2SFloor(b, m, enc.dim, enc.heads, len(enc.layers),
+                     enc.layers[0].ff[0].out_features, max(enc.pe_width, 1))
+    runners = {"ours: search step": (search_step, 1), "ours: policy": (policy_move, 1),
+               "floor": (lambda: run_ops(floor.search), 1)}
+    if args.train:
+        prepared = policy.prepare(fixed)
+        with torch.no_grad():
+            actions = policy.act(prepared, generator=gen)
+
+        def ppo_update() -> None:
+            policy.train()
+            policy.zero_grad(set_to_none=True)
+            _, log_prob, entropy, value = policy(prepared, action=actions, detach_critic=True)
+            (log_prob.mean() + entropy.mean() + value.square().mean()).backward()
+
+        runners["ours: PPO update"] = (ppo_update, 1)
+        runners["floor: PPO update"] = (
+            lambda: (run_ops(floor.actor_critic), run_ops(floor.backward)), 1)
+    print(machine_line())
+    print(f"N2S PDP-{args.customers + 1}, batch {b}, {enc!r}; {args.rounds} interleaved "
+          f"rounds")
+    rows = interleaved(runners, args.rounds)
+    print_table("search (no gradient)", {k: v for k, v in rows.items() if "PPO" not in k},
+                "floor", ["ours: search step", "ours: policy"])
+    if args.train:
+        print_table("training", {k: v for k, v in rows.items() if "PPO" in k},
+                    "floor: PPO update", ["ours: PPO update"])
+    print(machine_line())
+
+
+if __name__ == "__main__":
+    main()
