@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -60,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                               r"deprecated")
     from pyg_routing.commands.grammar import normalize
     from pyg_routing.errors import RunInterrupted
+    from pyg_routing.threads import THREADS_ENV, apply_threads
     from pyg_routing.training.fit import one_line
 
     module = importlib.import_module(f"pyg_routing.commands.{COMMANDS[name][0]}")
@@ -70,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else module.parse(normalize(rest))
         except SystemExit as exc:          # --help, or a usage error already printed
             return exc.code if isinstance(exc.code, int) else 2
+        # PYG_ROUTING_THREADS (an integer, or auto: the cores free when the command
+        # starts) sets torch's and numba's threads; unset, torch's default stands, so a
+        # seeded run repeats its numbers whatever the machine's load
+        if os.environ.get(THREADS_ENV):
+            apply_threads()
         if getattr(parsed.options, "print_config", False):
             print(module.print_config(parsed), end="")
             return 0
