@@ -22,6 +22,7 @@ configuration, environment, policy, search and non-learned baselines (DACT:
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
@@ -171,7 +172,13 @@ class ImprovementLightning(L.LightningModule):
         # an end-of-epoch checkpoint (ModelCheckpoint saves before the module's
         # on_train_epoch_end) would otherwise resume with an undecayed rate.
         sch = self.lr_schedulers()
-        if sch is not None:
+        if sch is None or sch.last_epoch >= self.current_epoch:
+            return
+        # A resumed run catches its schedule up before this process's first optimizer
+        # step, by design: torch's warning about that order would read like a bug.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` "
+                                                      r"before `optimizer\.step\(\)`")
             while sch.last_epoch < self.current_epoch:
                 sch.step()
 

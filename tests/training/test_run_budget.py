@@ -74,3 +74,18 @@ def test_a_reproduce_run_told_to_stop_exits_non_zero(tmp_path, capsys, monkeypat
     err = capsys.readouterr().err
     assert err.startswith("pyg-routing reproduce: stopped by SIGTERM") and err.count("\n") == 1
     assert not list(tmp_path.rglob("*.json"))          # no cell recorded as finished
+
+
+@pytest.mark.slow
+def test_a_resume_gives_no_scheduler_warning_from_our_code(tmp_path, capsys):
+    import warnings
+
+    base = ["train", "--config", "smoke/dact", "--num_customers", "8",
+            "--trainer.accelerator", "cpu", "--no_progress", "--json", "--out", str(tmp_path)]
+    assert main([*base, "--train.epochs", "1"]) == 0
+    ckpt = json.loads(capsys.readouterr().out)["checkpoint"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main([*base, "--train.epochs", "2", "--resume", ckpt]) == 0
+    assert not [w for w in caught if "lr_scheduler.step()" in str(w.message)]
+    assert json.loads(capsys.readouterr().out)["epochs"] == 2
