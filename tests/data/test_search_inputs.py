@@ -4,7 +4,6 @@ their best-known values from ``bks.csv``, ``.sol`` files or the paper's table.""
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import shutil
 from pathlib import Path
@@ -237,8 +236,7 @@ def test_x_jobs_keep_an_explicit_matrix_and_cost_the_routes_by_it(tmp_path, monk
     monkeypatch.delenv(ENV_VAR, raising=False)
     path, facts = _asymmetric_file(tmp_path, "X-mine")
     (tmp_path / "X-mine.sol").write_text("Route #1: 1 2 3\nRoute #2: 4 5 6 7\nCost 0\n")
-    args = argparse.Namespace(names=None, data_dir=str(tmp_path), max_customers=None)
-    (job,) = x_jobs(args)
+    (job,) = x_jobs(str(tmp_path))
     assert job.instances.cost_matrix is not None
     order = np.array(facts["order"]) - 1
     torch.testing.assert_close(job.instances.cost_matrix[0].double() * X_SCALE,
@@ -251,10 +249,11 @@ def test_x_jobs_keep_an_explicit_matrix_and_cost_the_routes_by_it(tmp_path, monk
     # the objective is the file's matrix summed over the routes the search returned
     routes = RoutingData.from_routes(job.data[0], _routes_of(job, predictor)).routes()
     assert row["objective"] == _matrix_sum(routes, facts)
+    assert row["solution"] == routes                       # what the row reports
     (tmp_path / "X-mine.sol").unlink()
     with pytest.raises(InstanceFormatError, match=r"X-mine.vrp: instance 'X-mine' has no "
                                                   r"best-known value"):
-        x_jobs(args)
+        x_jobs(str(tmp_path))
 
 
 def _routes_of(job, predictor) -> list[list[int]]:

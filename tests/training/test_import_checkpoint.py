@@ -488,7 +488,7 @@ def test_bad_input_is_one_line_naming_the_file_and_key(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and f"{ours} is not an N2S checkpoint" in err
     code, _, err = run_cli(capsys, "import-checkpoint", "--from", "n2s", str(ours), "--out",
                            str(tmp_path / "o.ckpt"))
-    assert code == 2 and "--num-customers" in err
+    assert code == 2 and "--num_customers" in err
     code, _, err = run_cli(capsys, "import-checkpoint", "--from", "dact", str(ours), "--out",
                            str(tmp_path / "o.ckpt"))
     assert code == 2 and "invalid choice: 'dact'" in err and err.count("\n") == 1

@@ -72,7 +72,8 @@ def test_a_real_nds_checkpoint_imports_without_trust(tmp_path):
     ckpt = import_original("nds", file)
     hp = ckpt["hyper_parameters"]
     # heads, size, removal size and repairs come from the OmegaConf configs
-    assert (hp["heads"], hp["num_customers"], hp["remove"], hp["recreate"]) == (4, 20, 5, 3)
+    assert (hp["model"]["heads"], hp["num_customers"], hp["train"]["remove"],
+            hp["train"]["recreate"]) == (4, 20, 5, 3)
     model = backbones.get("nds")(**hp)
     model.load_state_dict(ckpt["state_dict"])
     assert torch.equal(model.policy.start_last_node, original.start_last_node.detach())
@@ -88,7 +89,7 @@ def test_reading_needs_no_omegaconf_and_runs_nothing_from_the_file(tmp_path):
         sys.modules["omegaconf"] = None          # any import of it now fails
         from pyg_routing.training.import_checkpoint import import_original
         hp = import_original("nds", {str(file)!r})["hyper_parameters"]
-        print(json.dumps([hp["heads"], hp["num_customers"], "omegaconf" in sys.modules
+        print(json.dumps([hp["model"]["heads"], hp["num_customers"], "omegaconf" in sys.modules
                           and sys.modules["omegaconf"] is not None]))
     """)
     root = Path(__file__).resolve().parents[2]

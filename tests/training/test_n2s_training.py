@@ -127,7 +127,7 @@ def test_foreign_checkpoints_and_unsupported_problems_are_clear_errors(n2s_check
         load_policy(n2s_checkpoint, expect_backbone="dact")
     code, _, err = run_cli(capsys, "evaluate", "--checkpoint", n2s_checkpoint, "--problem",
                            "tsp", "--num-customers", "8", "--reference.solver", "none")
-    assert code == 2 and "supports pdtsp, not 'tsp'" in err
+    assert code == 2 and "trained with problem 'pdtsp', but 'tsp'" in err
     code, _, err = run_cli(capsys, "train", "--backbone", "n2s", "--problem", "cvrp",
                            *tiny_argv("n2s", epochs=1, t_train=4, n_step=2))
     assert code == 2 and "supports pdtsp, not 'cvrp'" in err

@@ -182,8 +182,10 @@ def test_problem_defaults_to_the_checkpoints(tmp_path):
     # the checkpoint's recipe: its problem, and (by design now) its size and family too
     assert (trained.problem, trained.num_customers, trained.data.preset) == \
         ("vrptw", 10, "paper")
-    given = parse(normalize([*policy, "--problem", "pcvrp", "--num-customers", "30"])).config
-    assert (given.problem, given.num_customers) == ("pcvrp", 30)   # the user's choice stands
+    given = parse(normalize([*policy, "--num-customers", "30"])).config
+    assert (given.problem, given.num_customers) == ("vrptw", 30)   # the user's choice stands
+    with pytest.raises(ValueError, match="trained with problem 'vrptw', but 'pcvrp'"):
+        parse(normalize([*policy, "--problem", "pcvrp"]))       # another problem: refused
     plain = parse(normalize(["--destroy", "sisr"])).config
     assert (plain.problem, plain.num_customers, plain.data.preset) == ("cvrp", 500, "nds")
 
