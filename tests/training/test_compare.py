@@ -18,7 +18,7 @@ def compared(tmp_path_factory):
     out = tmp_path_factory.mktemp("compare")
     # --search-seconds far beyond the 8 steps: iteration-capped, as without it
     argv = ["compare", "--problem", "cvrp", "--pe", "spd,none,ipexpe", *TINY,
-            "--train.epochs", "50", "--budget-minutes", "0.4", "--reference.seconds", "0.1",
+            "--train.epochs", "100000", "--budget-minutes", "0.4", "--reference.seconds", "0.1",
             "--root", str(out / "data"), "--test.seconds", "600", "--test.augment", "1",
             "--out", str(out)]
     assert main(argv) == 0
@@ -41,8 +41,9 @@ def test_compare_trains_every_encoding_under_one_budget_and_one_search(compared)
         assert r["gap_percent"] > -1e-6             # PyVRP is optimal-ish on CVRP-8
     for r in rows[2:]:
         assert Path(r["checkpoint"]).exists()
-        # the 24-second budget (validation included) stopped training long before 50 epochs
-        assert r["epochs"] < 50 and r["train_seconds"] < 60
+        # the 24-second budget (validation included) stopped training, not the epoch
+        # count: no machine runs 100,000 epochs of CVRP-8 in 24 s
+        assert r["epochs"] < 100_000 and r["train_seconds"] < 60
     assert set(res["curves"]) == {"NoPE", "SPD", "IPE + XPE"}
     for points in res["curves"].values():
         assert points[0]["seconds"] > 0.0 and len(points) >= 1    # no sanity-check point
