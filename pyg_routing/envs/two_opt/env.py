@@ -13,6 +13,7 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import ImprovementEnv, Observation
 from pyg_routing.envs.tours import cycle_cost
 from pyg_routing.envs.two_opt import moves
+from pyg_routing.envs.two_opt.features import FEATURE_WIDTHS
 from pyg_routing.envs.two_opt.observation import observe
 from pyg_routing.envs.two_opt.state import TwoOptState
 
@@ -35,10 +36,11 @@ class TwoOptEnv(ImprovementEnv):
     """
 
     name: ClassVar[str] = "two_opt"
-    #: ``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``; PDTSP: ``x, y,
-    #: role, load, partner x, partner y, is_depot`` (:func:`.moves.node_features`)
-    feature_widths: ClassVar[dict[Problem, int]] = {
-        Problem.TSP: 6, Problem.CVRP: 6, Problem.VRPTW: 9, Problem.PDTSP: 7}
+    #: TSP ``x, y``; CVRP VRP-DACT's seven (``x, y``, the arc lengths to the predecessor
+    #: and the successor, the loads before, at and after the node); VRPTW adds ``e, l,
+    #: s``; PDTSP: ``x, y, role, load, partner x, partner y, is_depot`` and the two arc
+    #: lengths (:func:`.features.node_features`)
+    feature_widths: ClassVar[dict[Problem, int]] = dict(FEATURE_WIDTHS)
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = moves.INITS
     cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean", "explicit", "open")

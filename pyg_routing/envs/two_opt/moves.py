@@ -42,7 +42,7 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.envs.observation import tour_route_quantities
 from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
-from pyg_routing.envs.two_opt.precedence import pdtsp_features, precedence_mask
+from pyg_routing.envs.two_opt.precedence import precedence_mask
 from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
 from pyg_routing.envs.two_opt.time_windows import two_opt_time_window_mask
 from pyg_routing.functional.pickup_delivery import random_feasible_orders
@@ -400,30 +400,7 @@ def random_action(state: TwoOptState, mask: Tensor | None = None,
     return torch.stack([flat // m, flat % m], 1)
 
 
-# ------------------------------------------------------------------- features
-def node_features(state: TwoOptState) -> Tensor:
-    """DACT-style node features ``[B, M, 6]``: ``x, y, demand / C, upto / C,
-    after / C, is_depot`` (load columns are the route-load features of DACT's
-    CVRP; all demand/load columns are 0 for TSP). VRPTW appends ``e, l, s``
-    divided by the depot's closing time: ``[B, M, 9]``. PDTSP:
-    :func:`.precedence.pdtsp_features`, ``[B, M, 7]``."""
-    if state.problem is Problem.PDTSP:
-        return pdtsp_features(state)
-    dep = state.depot_mask.to(state.pos.dtype).unsqueeze(-1)
-    if state.problem is Problem.TSP:
-        zeros = state.pos.new_zeros(*state.order.shape, 3)
-        return torch.cat([state.pos, zeros, dep], -1)
-    _, upto, after = route_loads(state)
-    cap = state.capacity.double().unsqueeze(1)
-    loads = torch.stack([state.demand.double() / cap, upto / cap, after / cap], -1)
-    feat = [state.pos, loads.to(state.pos.dtype), dep]
-    if state.problem is Problem.VRPTW:
-        # Window start, end and service time, scaled by the depot's closing time.
-        horizon = state.time_window[:, :1, 1:].clamp(min=1e-9)
-        feat += [state.time_window / horizon, (state.service_time.unsqueeze(-1) / horizon)]
-    return torch.cat(feat, -1)
-
-
+# ------------------------------------------------------------------- encodings
 def route_quantities(state: TwoOptState) -> RouteQuantities:
     """Route quantities of the current solutions, flat ``[B * M]`` (node ``b * M + v``;
     see :func:`pyg_routing.envs.observation.tour_route_quantities`)."""

@@ -1,0 +1,180 @@
+"""Learning parity at equal budget: the original and ours, trained with one recipe,
+validated on the same instances after every epoch.
+
+    python benchmarks/learning_parity.py --dact PATH/TO/VRP-DACT [--seeds 0 1 2]
+
+``--dact`` is a checkout of yining043/VRP-DACT (a git repository or a plain copy). It is
+exported to a temporary folder outside any repository (``git archive``, or a copy of its
+code files) and run there in a child process by ``_parity_originals.py``, on the CPU,
+with today's torch; nothing of it is written into this repository. Ours is trained by our
+own trainer (``DACTLightning``, Lightning), once per encoder (``--encoders native gps``).
+
+The recipe (``DACT_CVRP20``) is VRP-DACT's CVRP-20 training command (its README: ``--n_step
+5 --T_train 250 --Xi_CL 1 --best_cl --max_grad_norm 0.04 --dummy_rate 0.5``, its options'
+learning rates, decay, K and clip) at a CPU budget: ``--epochs`` epochs of
+``--batches-per-epoch`` batches of ``--batch-size`` instances. Validation, for both: the
+mean best cost after ``--val-steps`` sampled steps on the same ``--val-size`` instances
+(our generator, seed ``VAL_SEED``; written in VRP-DACT's dataset format for the
+original), from each side's own initial solutions (VRP-DACT's CVRP "random" rule: first
+fit in index order; ours: ``init="first_fit"``, the same rule).
+
+Prints one row per (side, seed) with the validation cost after each epoch, the mean
+per epoch over the seeds, and writes everything as JSON (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+
+from pyg_routing.data.generators import make_generator
+from pyg_routing.search import MaxIterations
+from pyg_routing.training import backbones
+from pyg_routing.training.datamodule import RoutingDataModule
+
+HERE = Path(__file__).resolve().parent
+VAL_SEED = 20_240_601
+#: VRP-DACT's CVRP-20 recipe (README training command; options.py for the rest)
+DACT_CVRP20: dict[str, Any] = dict(
+    num_customers=20, depot_rate=0.5, n_step=5, t_train=250, ppo_epochs=3, xi_cl=1.0,
+    max_grad_norm=0.04, lr_actor=1e-4, lr_critic=3e-5, lr_decay=0.985, clip=0.1, gamma=0.999)
+#: the files of VRP-DACT's code (their datasets and checkpoints are not needed)
+DACT_CODE = ("agent", "nets", "problems", "utils", "options.py")
+
+
+def export(checkout: Path, parts: tuple[str, ...], into: Path) -> Path:
+    """The code of ``checkout`` in ``into``, outside any git repository: ``git archive``
+    of HEAD when it is a repository (only ``parts``), else a copy of ``parts``."""
+    into.mkdir(parents=True, exist_ok=True)
+    git = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--git-dir"],
+                         capture_output=True, text=True)
+    if git.returncode == 0:
+        archive = subprocess.run(["git", "-C", str(checkout), "archive", "HEAD", *parts],
+                                 capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    else:
+        for part in parts:
+            src = checkout / part
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, into / part)
+    return into
+
+
+def run_original(root: Path, recipe: dict[str, Any], val_file: Path, seed: int) -> list[float]:
+    """VRP-DACT in a child process (its modules are named ``agent``, ``utils``, ...)."""
+    cmd = [sys.executable, str(HERE / "_parity_originals.py"), "dact", str(root),
+           json.dumps(recipe), str(val_file), str(seed)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=root)
+    if done.returncode:
+        raise SystemExit(f"VRP-DACT failed (seed {seed}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class EpochValidation(L.Callback):
+    """After every training epoch: the mean best cost of the model's own validation
+    search (sampled) over ``val_steps`` steps on ``instances``, seeded alike each time."""
+
+    def __init__(self, instances: Any, val_steps: int, seed: int) -> None:
+        self.instances, self.val_steps, self.seed = instances, val_steps, seed
+        self.curve: list[float] = []
+
+    def on_train_epoch_end(self, trainer: L.Trainer, module: Any) -> None:
+        search = module.validation_search()
+        search.greedy = False
+        res = search.run(self.instances, module.policy, MaxIterations(self.val_steps),
+                         seed=self.seed)
+        self.curve.append(float(res.cost.mean()))
+
+
+def ours_options(recipe: dict[str, Any], encoder: str, pe: str) -> dict[str, Any]:
+    """Our DACT configuration of ``recipe``."""
+    keep = ("num_customers", "depot_rate", "n_step", "t_train", "ppo_epochs", "max_grad_norm",
+            "lr_actor", "lr_critic", "lr_decay", "clip", "gamma", "batch_size", "val_steps")
+    opts = {k: recipe[k] for k in keep}
+    opts.update(problem="cvrp", pe=pe, dim=64, heads=4, num_layers=3)
+    opts.update(recipe.get("ours", {}))
+    if encoder != "gps":
+        opts["encoder"] = encoder
+    return opts
+
+
+def run_ours(recipe: dict[str, Any], encoder: str, pe: str, instances: Any, seed: int
+             ) -> list[float]:
+    L.seed_everything(seed, verbose=False)
+    model = backbones.get("dact")(**ours_options(recipe, encoder, pe), seed=seed)
+    data = RoutingDataModule("cvrp", recipe["num_customers"], batch_size=recipe["batch_size"],
+                             batches_per_epoch=recipe["batches_per_epoch"], val_size=1,
+                             seed=seed)
+    val = EpochValidation(instances, recipe["val_steps"], VAL_SEED)
+    trainer = L.Trainer(max_epochs=recipe["epochs"], accelerator="cpu", logger=False,
+                        enable_checkpointing=False, limit_val_batches=0, callbacks=[val],
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(model, data)
+    return val.curve
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dact", type=Path, help="a checkout of yining043/VRP-DACT")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--epochs", type=int, default=6)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batches-per-epoch", type=int, default=1)
+    p.add_argument("--val-size", type=int, default=128)
+    p.add_argument("--val-steps", type=int, default=100)
+    p.add_argument("--encoders", nargs="+", default=["native", "gps"])
+    p.add_argument("--pe", default="dact_cpe", help="our encoding (default: DACT's CPE)")
+    p.add_argument("--ours", type=json.loads, default={},
+                   help="extra options of ours as JSON (e.g. '{\"warm_up\": 2}')")
+    p.add_argument("--threads", type=int, default=1, help="torch threads of every run")
+    p.add_argument("--out", type=Path, default=None, help="write the curves as JSON")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    recipe = dict(DACT_CVRP20, epochs=args.epochs, batch_size=args.batch_size,
+                  batches_per_epoch=args.batches_per_epoch, val_size=args.val_size,
+                  val_steps=args.val_steps, threads=args.threads, ours=args.ours)
+    instances = make_generator("cvrp", recipe["num_customers"], seed=VAL_SEED).sample(
+        args.val_size)
+    rows: dict[str, dict[int, list[float]]] = {}
+    seconds: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        sides: list[tuple[str, Any]] = []
+        if args.dact is not None:
+            from _parity_originals import write_dact_instances
+
+            root = export(args.dact, DACT_CODE, Path(tmp) / "vrp-dact")
+            val_file = Path(tmp) / "val.pkl"
+            write_dact_instances(instances, val_file)
+            sides.append(("VRP-DACT", lambda s: run_original(root, recipe, val_file, s)))
+        for enc in args.encoders:
+            sides.append((f"ours ({enc})",
+                          lambda s, enc=enc: run_ours(recipe, enc, args.pe, instances, s)))
+        for name, run in sides:
+            rows[name] = {}
+            start = time.perf_counter()
+            for seed in args.seeds:
+                rows[name][seed] = run(seed)
+                print(f"{name:14s} seed {seed}: "
+                      + " ".join(f"{c:6.3f}" for c in rows[name][seed]), flush=True)
+            seconds[name] = time.perf_counter() - start
+    print("\nmean over seeds, per epoch")
+    for name, by_seed in rows.items():
+        curves = torch.tensor(list(by_seed.values()))
+        print(f"{name:14s}: " + " ".join(f"{c:6.3f}" for c in curves.mean(0).tolist())
+              + f"   ({seconds[name] / len(by_seed):.0f} s per seed)")
+    if args.out is not None:
+        args.out.write_text(json.dumps({"recipe": recipe, "pe": args.pe, "curves": rows,
+                                        "seconds": seconds}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
