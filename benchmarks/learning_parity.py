@@ -36,6 +36,7 @@ from typing import Any
 
 import lightning as L
 import torch
+from torch import Tensor
 
 from pyg_routing.data.generators import make_generator
 from pyg_routing.search import MaxIterations
@@ -95,30 +96,81 @@ class EpochValidation(L.Callback):
         self.curve.append(float(res.cost.mean()))
 
 
+class Diagnostics(L.Callback):
+    """Per epoch, of our training: the gradient norms of the actor's and the critic's
+    parameters before clipping (median over the updates), the critic's mean value, the
+    mean n-step return it is fitted to, and the mean value and policy losses."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, float]] = []
+        self._epoch: dict[str, list[float]] = {}
+
+    def setup(self, trainer: L.Trainer, module: Any, stage: str) -> None:
+        update = module._ppo_update
+
+        def recorded(obs, actions, rollout, rewards, last):       # same call, observed
+            with torch.no_grad():
+                ret, returns = module.policy.value(last), []
+                for r in rewards.flip(0):
+                    ret = r + module.config.gamma * ret
+                    returns.append(ret)
+            self._add(value=float(rollout[2].detach().mean()),
+                      ret=float(torch.stack(returns).mean()))
+            logs = update(obs, actions, rollout, rewards, last)
+            self._add(value_loss=float(logs["value_loss"]), policy_loss=float(logs["policy_loss"]))
+            return logs
+
+        module._ppo_update = recorded
+
+    def _add(self, **values: float) -> None:
+        for k, v in values.items():
+            self._epoch.setdefault(k, []).append(v)
+
+    def on_after_backward(self, trainer: L.Trainer, module: Any) -> None:
+        critic = {id(p) for p in module.policy.critic.parameters()}
+        groups: dict[str, list[Tensor]] = {"grad_actor": [], "grad_critic": []}
+        for p in module.policy.parameters():
+            if p.grad is not None:
+                groups["grad_critic" if id(p) in critic else "grad_actor"].append(p.grad)
+        self._add(**{k: float(torch.stack([g.norm() for g in v]).norm()) for k, v in
+                     groups.items() if v})
+
+    def on_train_epoch_end(self, trainer: L.Trainer, module: Any) -> None:
+        row = {k: float(torch.tensor(v).median() if k.startswith("grad") else
+                        torch.tensor(v).mean()) for k, v in self._epoch.items()}
+        self.rows.append(row)
+        self._epoch = {}
+
+
 def ours_options(recipe: dict[str, Any], encoder: str, pe: str) -> dict[str, Any]:
     """Our DACT configuration of ``recipe``."""
     keep = ("num_customers", "depot_rate", "n_step", "t_train", "ppo_epochs", "max_grad_norm",
-            "lr_actor", "lr_critic", "lr_decay", "clip", "gamma", "batch_size", "val_steps")
+            "lr_actor", "lr_critic", "lr_decay", "clip", "gamma", "batch_size", "val_steps",
+            "xi_cl")
     opts = {k: recipe[k] for k in keep}
     opts.update(problem="cvrp", pe=pe, dim=64, heads=4, num_layers=3)
-    opts.update(recipe.get("ours", {}))
-    if encoder != "gps":
-        opts["encoder"] = encoder
+    opts.update(recipe.get("ours", {}), encoder=encoder)
     return opts
 
 
-def run_ours(recipe: dict[str, Any], encoder: str, pe: str, instances: Any, seed: int
-             ) -> list[float]:
+def run_ours(recipe: dict[str, Any], encoder: str, pe: str, instances: Any, seed: int,
+             diagnostics: list | None = None) -> list[float]:
+    """Our DACT trained by our trainer; the validation cost after every epoch (and, given
+    a list ``diagnostics``, :class:`Diagnostics`' rows appended to it)."""
     L.seed_everything(seed, verbose=False)
     model = backbones.get("dact")(**ours_options(recipe, encoder, pe), seed=seed)
     data = RoutingDataModule("cvrp", recipe["num_customers"], batch_size=recipe["batch_size"],
                              batches_per_epoch=recipe["batches_per_epoch"], val_size=1,
                              seed=seed)
     val = EpochValidation(instances, recipe["val_steps"], VAL_SEED)
+    diag = Diagnostics()
+    callbacks = [val] if diagnostics is None else [diag, val]
     trainer = L.Trainer(max_epochs=recipe["epochs"], accelerator="cpu", logger=False,
-                        enable_checkpointing=False, limit_val_batches=0, callbacks=[val],
+                        enable_checkpointing=False, limit_val_batches=0, callbacks=callbacks,
                         enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(model, data)
+    if diagnostics is not None:
+        diagnostics.extend(diag.rows)
     return val.curve
 
 
@@ -131,11 +183,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batches-per-epoch", type=int, default=1)
     p.add_argument("--val-size", type=int, default=128)
     p.add_argument("--val-steps", type=int, default=100)
-    p.add_argument("--encoders", nargs="+", default=["native", "gps"])
+    p.add_argument("--encoders", nargs="*", default=["native", "gps"],
+                   help="our networks to train (none: only the original)")
     p.add_argument("--pe", default="dact_cpe", help="our encoding (default: DACT's CPE)")
     p.add_argument("--ours", type=json.loads, default={},
                    help="extra options of ours as JSON (e.g. '{\"warm_up\": 2}')")
     p.add_argument("--threads", type=int, default=1, help="torch threads of every run")
+    p.add_argument("--diagnostics", action="store_true",
+                   help="print our gradient norms per group, critic values and returns, and "
+                        "losses per epoch")
     p.add_argument("--out", type=Path, default=None, help="write the curves as JSON")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -155,9 +211,20 @@ def main(argv: list[str] | None = None) -> None:
             val_file = Path(tmp) / "val.pkl"
             write_dact_instances(instances, val_file)
             sides.append(("VRP-DACT", lambda s: run_original(root, recipe, val_file, s)))
+        diag: dict[str, list] = {}
+
+        def ours(seed: int, enc: str) -> list[float]:
+            rows = [] if args.diagnostics else None
+            curve = run_ours(recipe, enc, args.pe, instances, seed, rows)
+            for epoch, row in enumerate(rows or []):
+                print(f"  {enc} seed {seed} epoch {epoch + 1}: "
+                      + " ".join(f"{k} {v:.4g}" for k, v in row.items()), flush=True)
+            if rows is not None:
+                diag[f"ours ({enc}) {seed}"] = rows
+            return curve
+
         for enc in args.encoders:
-            sides.append((f"ours ({enc})",
-                          lambda s, enc=enc: run_ours(recipe, enc, args.pe, instances, s)))
+            sides.append((f"ours ({enc})", lambda s, enc=enc: ours(s, enc)))
         for name, run in sides:
             rows[name] = {}
             start = time.perf_counter()
@@ -165,15 +232,16 @@ def main(argv: list[str] | None = None) -> None:
                 rows[name][seed] = run(seed)
                 print(f"{name:14s} seed {seed}: "
                       + " ".join(f"{c:6.3f}" for c in rows[name][seed]), flush=True)
-            seconds[name] = time.perf_counter() - start
+                seconds[name] = time.perf_counter() - start
+                if args.out is not None:            # as it goes: a long run keeps its rows
+                    args.out.write_text(json.dumps({"recipe": recipe, "pe": args.pe,
+                                                    "curves": rows, "seconds": seconds,
+                                                    "diagnostics": diag}, indent=1))
     print("\nmean over seeds, per epoch")
     for name, by_seed in rows.items():
         curves = torch.tensor(list(by_seed.values()))
         print(f"{name:14s}: " + " ".join(f"{c:6.3f}" for c in curves.mean(0).tolist())
               + f"   ({seconds[name] / len(by_seed):.0f} s per seed)")
-    if args.out is not None:
-        args.out.write_text(json.dumps({"recipe": recipe, "pe": args.pe, "curves": rows,
-                                        "seconds": seconds}, indent=1))
 
 
 if __name__ == "__main__":

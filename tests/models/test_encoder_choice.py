@@ -68,13 +68,14 @@ def test_gps_only_settings_are_refused_for_nds_own_encoder():
         N2SPolicy.build("pdtsp", encoder="gin")
 
 
-def test_the_cli_takes_encoder_for_n2s_and_nds_and_refuses_it_for_dact(tmp_path, capsys):
+def test_the_cli_takes_encoder_for_every_backbone(tmp_path, capsys):
     common = ["--accelerator", "cpu", "--no-progress", "--epochs", "1", "--batches-per-epoch",
               "1", "--batch-size", "2", "--val-size", "2", "--out", str(tmp_path)]
     assert cli(["train", "--backbone", "n2s", "--problem", "pdtsp", "--num-customers", "6",
                 "--encoder", "gps", "--local-mp", "undirected", "--dim", "16", "--pe-dim",
                 "8", "--t-train", "2", "--n-step", "2", "--val-steps", "2", *common]) == 0
-    assert cli(["train", "--backbone", "dact", "--encoder", "gps", *common]) == 2
-    assert "--encoder is an option of the n2s and nds backbones" in capsys.readouterr().err
+    assert cli(["train", "--backbone", "dact", "--encoder", "native", "--local-mp", "none",
+                *common]) == 2
+    assert "--local-mp is an option of the GPS network" in capsys.readouterr().err
     assert cli(["train", "--backbone", "nds", "--local-mp", "none", *common]) == 2
     assert "the nds encoder has no such setting" in capsys.readouterr().err

@@ -88,7 +88,8 @@ def test_pe_init_reaches_the_checkpoint(tmp_path):
     """--pe-init default is recorded and reloads with the trained weights."""
     from pyg_routing.training import load_policy
 
-    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--pe-init", "default",
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--encoder", "gps", "--pe-init",
+                 "default",
                  "--out", str(tmp_path / "default"), *TINY]) == 0
     (ckpt,) = Path(tmp_path / "default").rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipe")
@@ -104,7 +105,7 @@ def test_pe_init_option_takes_a_number_and_refuses_a_bad_one_by_name(capsys):
     from pyg_routing.training import DACTConfig
 
     for command in ("train", "compare"):
-        args = build_parser().parse_args([command, "--pe-init", "0.25"])
+        args = build_parser().parse_args([command, "--pe-init", "0.25", "--encoder", "gps"])
         assert args.pe_init == 0.25 and DACTConfig.from_options(args, pe="none").pe_init == 0.25
         assert DACTConfig.from_options(build_parser().parse_args([command]),
                                        pe="none").pe_init == "zero"
@@ -231,7 +232,7 @@ def test_ipe_direction_reaches_the_code_and_a_resume_must_keep_it(tmp_path, caps
 def test_train_a_plain_transformer_encoder_round_trips_through_the_checkpoint(tmp_path):
     from pyg_routing.training import load_policy
 
-    assert main(["train", "--problem", "tsp", "--pe", "ipexpe", "--no-local-mp",
+    assert main(["train", "--problem", "tsp", "--pe", "ipexpe", "--encoder", "gps", "--no-local-mp",
                  "--out", str(tmp_path), *TINY]) == 0
     (ckpt,) = Path(tmp_path).rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="tsp", expect_pe="ipexpe")
@@ -246,21 +247,21 @@ def test_local_mp_reaches_the_checkpoint_and_a_resume_must_keep_it(tmp_path, cap
     by name."""
     from pyg_routing.training import load_policy
 
-    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--local-mp", "undirected",
-                 "--out", str(tmp_path / "u"), *TINY]) == 0
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--encoder", "gps", "--local-mp",
+                 "undirected", "--out", str(tmp_path / "u"), *TINY]) == 0
     (ckpt,) = Path(tmp_path / "u").rglob("last.ckpt")
     policy = load_policy(ckpt)
     assert policy.encoder.local_mp == "undirected"
     assert "local_mp='undirected'" in repr(policy.encoder)
     assert not any("local_rev" in k for k in _weights(ckpt))
-    code = main(["train", "--problem", "cvrp", "--pe", "ipe", "--resume", str(ckpt),
-                 "--out", str(tmp_path / "r"), *TINY])
+    code = main(["train", "--problem", "cvrp", "--pe", "ipe", "--encoder", "gps", "--resume",
+                 str(ckpt), "--out", str(tmp_path / "r"), *TINY])
     err = capsys.readouterr().err
     assert code == 2 and f"cannot resume {ckpt}" in err
     assert "local_mp='undirected' (this run: 'directed')" in err
     assert not (tmp_path / "r").exists()          # refused before anything is written
-    code = main(["train", "--problem", "cvrp", "--pe", "none", "--local-mp", "undirected",
-                 "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])
+    code = main(["train", "--problem", "cvrp", "--pe", "none", "--encoder", "gps", "--local-mp",
+                 "undirected", "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])
     assert code == 2 and "pe='ipe' (this run: 'none')" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train", "--local-mp", "both", *TINY])

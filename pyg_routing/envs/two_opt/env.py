@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import ClassVar
 
 import torch
@@ -11,7 +12,7 @@ from torch import Tensor
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import ImprovementEnv, Observation
-from pyg_routing.envs.tours import cycle_cost
+from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
 from pyg_routing.envs.two_opt import moves
 from pyg_routing.envs.two_opt.features import FEATURE_WIDTHS
 from pyg_routing.envs.two_opt.observation import observe
@@ -81,6 +82,12 @@ class TwoOptEnv(ImprovementEnv):
 
     def to_routes(self, state: TwoOptState, best: bool = True) -> list[list[list[int]]]:
         return moves.to_routes(state, best)
+
+    def rebuild_solution(self, state: TwoOptState) -> TwoOptState:
+        """Successors and positions of the (replaced) ``order``; no undo to forbid."""
+        return replace(state, succ=succ_from_order(state.order),
+                       rank=rank_from_order(state.order),
+                       last_action=torch.full_like(state.last_action, -1))
 
     def solution_cost(self, state: TwoOptState, pos: Tensor, best: bool) -> Tensor:
         # Explicit costs do not move with augmented coordinates: they are the matrix's.
