@@ -1,4 +1,4 @@
-"""The originals' side of ``learning_parity.py``: VRP-DACT (and PDP-N2S) trained from an
+"""The originals' side of ``learning_parity.py``: VRP-DACT and PDP-N2S trained from an
 exported copy of their code, on the CPU, with today's torch, and validated per epoch.
 
 Nothing of their code is copied here: a child process puts the exported copy on
@@ -54,6 +54,60 @@ def write_dact_instances(instances: Any, path: Path) -> None:
         pickle.dump(rows, f)
 
 
+def write_n2s_instances(instances: Any, path: Path) -> None:
+    """PDTSP ``RoutingInstances`` (the standard layout: pickup ``r``, delivery ``r + P``)
+    as PDP-N2S's dataset file: a pickled list of ``(depot, loc)`` (its
+    ``PDPDataset.make_instance``), which uses the same layout."""
+    pos = instances.pos.double().tolist()
+    with open(path, "wb") as f:
+        pickle.dump([(p[0], p[1:]) for p in pos], f)
+
+
+def run_pdp_n2s(root: str, recipe: dict[str, Any], val_file: str, seed: int) -> list[float]:
+    """PDP-N2S on PDTSP with ``recipe``; the validation cost after every epoch."""
+    sys.path.insert(0, root)
+    _stand_ins()
+    # their code, from the exported copy
+    from agent.ppo import PPO, train_batch
+    from options import get_options
+    from problems.problem_pdtsp import PDTSP
+    from torch.utils.data import DataLoader
+
+    n = recipe["num_customers"]
+    argv = ["--problem", "pdtsp", "--graph_size", str(n), "--warm_up", str(recipe["warm_up"]),
+            "--n_step", str(recipe["n_step"]), "--T_train", str(recipe["t_train"]),
+            "--K_epochs", str(recipe["ppo_epochs"]),
+            "--max_grad_norm", str(recipe["max_grad_norm"]),
+            "--batch_size", str(recipe["batch_size"]),
+            "--epoch_size", str(recipe["batch_size"] * recipe["batches_per_epoch"]),
+            "--epoch_end", str(recipe["epochs"]), "--lr_model", str(recipe["lr_actor"]),
+            "--lr_critic", str(recipe["lr_critic"]), "--lr_decay", str(recipe["lr_decay"]),
+            "--T_max", str(recipe["val_steps"]), "--val_size", str(recipe["val_size"]),
+            "--val_batch_size", str(recipe["val_size"]), "--val_m", "1", "--seed", str(seed),
+            "--no_cuda", "--no_tb", "--no_saving", "--no_progress_bar", "--no_DDP"]
+    opts = get_options(argv)
+    opts.device = torch.device("cpu")
+    torch.manual_seed(seed)                         # as their ppo.train
+    random.seed(seed)
+    problem = PDTSP(p_size=n, init_val_met=opts.init_val_met, with_assert=False)
+    agent = PPO(problem.NAME, problem.size, opts)
+    val_set = problem.make_dataset(size=n, num_samples=opts.val_size, filename=val_file)
+    val_batch = next(iter(DataLoader(val_set, batch_size=opts.val_size, shuffle=False)))
+    curve = []
+    for epoch in range(opts.epoch_end):             # their agent.ppo.train, one rank
+        agent.lr_scheduler.step(epoch)
+        data = problem.make_dataset(size=n, num_samples=opts.epoch_size)
+        loader = DataLoader(data, batch_size=opts.batch_size, shuffle=False)
+        step = epoch * (opts.epoch_size // opts.batch_size)
+        for batch in loader:
+            train_batch(0, problem, agent, epoch, step, batch, None, opts, _NoBar())
+            step += 1
+        agent.eval()                                # their validate()
+        best = agent.rollout(problem, 1, copy.deepcopy(val_batch), do_sample=True)[0]
+        curve.append(float(best.mean()))
+    return curve
+
+
 def run_vrp_dact(root: str, recipe: dict[str, Any], val_file: str, seed: int) -> list[float]:
     """VRP-DACT on CVRP with ``recipe``; the validation cost after every epoch."""
     sys.path.insert(0, root)
@@ -105,13 +159,14 @@ def run_vrp_dact(root: str, recipe: dict[str, Any], val_file: str, seed: int) ->
 
 
 def main(argv: list[str]) -> None:
-    """``python _parity_originals.py dact ROOT RECIPE_JSON VAL_FILE SEED``: prints the
-    curve as the last line (JSON)."""
+    """``python _parity_originals.py dact|n2s ROOT RECIPE_JSON VAL_FILE SEED``: prints
+    the curve as the last line (JSON)."""
     which, root, recipe, val_file, seed = argv
     torch.set_num_threads(int(json.loads(recipe).get("threads", 1)))
-    if which != "dact":
+    runs = {"dact": run_vrp_dact, "n2s": run_pdp_n2s}
+    if which not in runs:
         raise SystemExit(f"unknown original {which!r}")
-    curve = run_vrp_dact(root, json.loads(recipe), val_file, int(seed))
+    curve = runs[which](root, json.loads(recipe), val_file, int(seed))
     print(json.dumps(curve))
 
 

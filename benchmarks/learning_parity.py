@@ -2,24 +2,27 @@
 validated on the same instances after every epoch.
 
     python benchmarks/learning_parity.py --dact PATH/TO/VRP-DACT [--seeds 0 1 2]
+    python benchmarks/learning_parity.py --n2s PATH/TO/PDP-N2S --compare n2s
 
-``--dact`` is a checkout of yining043/VRP-DACT (a git repository or a plain copy). It is
-exported to a temporary folder outside any repository (``git archive``, or a copy of its
-code files) and run there in a child process by ``_parity_originals.py``, on the CPU,
-with today's torch; nothing of it is written into this repository. Ours is trained by our
-own trainer (``DACTLightning``, Lightning), once per encoder (``--encoders native gps``).
+``--dact`` / ``--n2s`` is a checkout of yining043/VRP-DACT / yining043/PDP-N2S (a git
+repository or a plain copy). It is exported to a temporary folder outside any repository
+(``git archive``, or a copy of its code files) and run there in a child process by
+``_parity_originals.py``, on the CPU, with today's torch; nothing of it is written into
+this repository. Ours is trained by our own trainer (Lightning), once per network
+(``--encoders native gps``).
 
-The recipe (``DACT_CVRP20``) is VRP-DACT's CVRP-20 training command (its README: ``--n_step
-5 --T_train 250 --Xi_CL 1 --best_cl --max_grad_norm 0.04 --dummy_rate 0.5``, its options'
-learning rates, decay, K and clip) at a CPU budget: ``--epochs`` epochs of
-``--batches-per-epoch`` batches of ``--batch-size`` instances. Validation, for both: the
-mean best cost after ``--val-steps`` sampled steps on the same ``--val-size`` instances
-(our generator, seed ``VAL_SEED``; written in VRP-DACT's dataset format for the
-original), from each side's own initial solutions (VRP-DACT's CVRP "random" rule: first
-fit in index order; ours: ``init="first_fit"``, the same rule).
+The recipes (:data:`ORIGINALS`): VRP-DACT's CVRP-20 training command (its README:
+``--n_step 5 --T_train 250 --Xi_CL 1 --best_cl --max_grad_norm 0.04 --dummy_rate 0.5``,
+its options' learning rates, decay, K and clip), PDP-N2S's PDTSP-21 command (``--warm_up
+2 --max_grad_norm 0.05``, its options for the rest), both at a CPU budget: ``--epochs``
+epochs of ``--batches-per-epoch`` batches of ``--batch-size`` instances. Validation, for
+both sides: the mean best cost after ``--val-steps`` sampled steps on the same
+``--val-size`` instances (our generator, seed ``VAL_SEED``, written in the original's
+dataset format), from each side's own initial solutions (VRP-DACT's CVRP "random" rule,
+first fit in index order, and ours ``init="first_fit"``; random feasible tours for N2S).
 
 Prints one row per (side, seed) with the validation cost after each epoch, the mean
-per epoch over the seeds, and writes everything as JSON (``--out``).
+per epoch over the seeds, and writes everything as JSON (``--out``, as it goes).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +49,42 @@ from pyg_routing.training.datamodule import RoutingDataModule
 
 HERE = Path(__file__).resolve().parent
 VAL_SEED = 20_240_601
-#: VRP-DACT's CVRP-20 recipe (README training command; options.py for the rest)
-DACT_CVRP20: dict[str, Any] = dict(
-    num_customers=20, depot_rate=0.5, n_step=5, t_train=250, ppo_epochs=3, xi_cl=1.0,
-    max_grad_norm=0.04, lr_actor=1e-4, lr_critic=3e-5, lr_decay=0.985, clip=0.1, gamma=0.999)
-#: the files of VRP-DACT's code (their datasets and checkpoints are not needed)
-DACT_CODE = ("agent", "nets", "problems", "utils", "options.py")
+
+
+@dataclass(frozen=True)
+class Original:
+    """One comparison: the original's code and recipe, and our backbone and problem."""
+
+    label: str
+    backbone: str
+    problem: str
+    recipe: dict[str, Any]
+    code: tuple[str, ...]            # the files of its code (no datasets, no checkpoints)
+    writer: str                      # _parity_originals' writer of its dataset format
+    ours: tuple[str, ...]            # the recipe's keys our configuration takes
+    model: dict[str, Any] = field(default_factory=dict)   # our model's options
+
+
+_PPO_KEYS = ("num_customers", "n_step", "t_train", "ppo_epochs", "max_grad_norm", "lr_actor",
+             "lr_critic", "lr_decay", "clip", "gamma", "batch_size", "val_steps")
+ORIGINALS = {
+    # VRP-DACT's CVRP-20 recipe (README training command; options.py for the rest)
+    "dact": Original(
+        "VRP-DACT", "dact", "cvrp",
+        dict(num_customers=20, depot_rate=0.5, n_step=5, t_train=250, ppo_epochs=3, xi_cl=1.0,
+             max_grad_norm=0.04, lr_actor=1e-4, lr_critic=3e-5, lr_decay=0.985, clip=0.1,
+             gamma=0.999),
+        ("agent", "nets", "problems", "utils", "options.py"), "write_dact_instances",
+        (*_PPO_KEYS, "depot_rate", "xi_cl"), dict(dim=64, heads=4, num_layers=3)),
+    # PDP-N2S's PDTSP-21 recipe (README: --warm_up 2 --max_grad_norm 0.05; options.py)
+    "n2s": Original(
+        "PDP-N2S", "n2s", "pdtsp",
+        dict(num_customers=20, warm_up=2.0, n_step=5, t_train=250, ppo_epochs=3,
+             max_grad_norm=0.05, lr_actor=8e-5, lr_critic=2e-5, lr_decay=0.985, clip=0.1,
+             gamma=0.999),
+        ("agent", "nets", "problems", "utils", "options.py"), "write_n2s_instances",
+        (*_PPO_KEYS, "warm_up")),
+}
 
 
 def export(checkout: Path, parts: tuple[str, ...], into: Path) -> Path:
@@ -70,13 +104,14 @@ def export(checkout: Path, parts: tuple[str, ...], into: Path) -> Path:
     return into
 
 
-def run_original(root: Path, recipe: dict[str, Any], val_file: Path, seed: int) -> list[float]:
-    """VRP-DACT in a child process (its modules are named ``agent``, ``utils``, ...)."""
-    cmd = [sys.executable, str(HERE / "_parity_originals.py"), "dact", str(root),
+def run_original(which: str, root: Path, recipe: dict[str, Any], val_file: Path, seed: int
+                 ) -> list[float]:
+    """The original in a child process (its modules are named ``agent``, ``utils``, ...)."""
+    cmd = [sys.executable, str(HERE / "_parity_originals.py"), which, str(root),
            json.dumps(recipe), str(val_file), str(seed)]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=root)
     if done.returncode:
-        raise SystemExit(f"VRP-DACT failed (seed {seed}):\n{done.stderr[-3000:]}")
+        raise SystemExit(f"{which} failed (seed {seed}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -142,24 +177,24 @@ class Diagnostics(L.Callback):
         self._epoch = {}
 
 
-def ours_options(recipe: dict[str, Any], encoder: str, pe: str) -> dict[str, Any]:
-    """Our DACT configuration of ``recipe``."""
-    keep = ("num_customers", "depot_rate", "n_step", "t_train", "ppo_epochs", "max_grad_norm",
-            "lr_actor", "lr_critic", "lr_decay", "clip", "gamma", "batch_size", "val_steps",
-            "xi_cl")
-    opts = {k: recipe[k] for k in keep}
-    opts.update(problem="cvrp", pe=pe, dim=64, heads=4, num_layers=3)
+def ours_options(original: Original, recipe: dict[str, Any], encoder: str, pe: str
+                 ) -> dict[str, Any]:
+    """Our configuration of ``recipe`` for the backbone of ``original``."""
+    opts = {k: recipe[k] for k in original.ours}
+    opts.update(problem=original.problem, pe=pe, **original.model)
     opts.update(recipe.get("ours", {}), encoder=encoder)
     return opts
 
 
-def run_ours(recipe: dict[str, Any], encoder: str, pe: str, instances: Any, seed: int,
-             diagnostics: list | None = None) -> list[float]:
-    """Our DACT trained by our trainer; the validation cost after every epoch (and, given
-    a list ``diagnostics``, :class:`Diagnostics`' rows appended to it)."""
+def run_ours(original: Original, recipe: dict[str, Any], encoder: str, pe: str,
+             instances: Any, seed: int, diagnostics: list | None = None) -> list[float]:
+    """Our backbone trained by our trainer; the validation cost after every epoch (and,
+    given a list ``diagnostics``, :class:`Diagnostics`' rows appended to it)."""
     L.seed_everything(seed, verbose=False)
-    model = backbones.get("dact")(**ours_options(recipe, encoder, pe), seed=seed)
-    data = RoutingDataModule("cvrp", recipe["num_customers"], batch_size=recipe["batch_size"],
+    model = backbones.get(original.backbone)(**ours_options(original, recipe, encoder, pe),
+                                             seed=seed)
+    data = RoutingDataModule(original.problem, recipe["num_customers"],
+                             batch_size=recipe["batch_size"],
                              batches_per_epoch=recipe["batches_per_epoch"], val_size=1,
                              seed=seed)
     val = EpochValidation(instances, recipe["val_steps"], VAL_SEED)
@@ -177,6 +212,10 @@ def run_ours(recipe: dict[str, Any], encoder: str, pe: str, instances: Any, seed
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dact", type=Path, help="a checkout of yining043/VRP-DACT")
+    p.add_argument("--n2s", type=Path, help="a checkout of yining043/PDP-N2S")
+    p.add_argument("--compare", nargs="+", choices=tuple(ORIGINALS), default=["dact"],
+                   help="the comparisons to run (the original's side runs where its "
+                        "checkout is given)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--batch-size", type=int, default=32)
@@ -185,9 +224,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--val-steps", type=int, default=100)
     p.add_argument("--encoders", nargs="*", default=["native", "gps"],
                    help="our networks to train (none: only the original)")
-    p.add_argument("--pe", default="dact_cpe", help="our encoding (default: DACT's CPE)")
+    p.add_argument("--pe", default="dact_cpe",
+                   help="our encoding (default: DACT's CPE, which both originals use)")
+    p.add_argument("--recipe", type=json.loads, default={},
+                   help="recipe values for both sides as JSON (e.g. '{\"t_train\": 10}')")
     p.add_argument("--ours", type=json.loads, default={},
-                   help="extra options of ours as JSON (e.g. '{\"warm_up\": 2}')")
+                   help="extra options of ours as JSON (e.g. '{\"grad_clip\": \"joint\"}')")
     p.add_argument("--threads", type=int, default=1, help="torch threads of every run")
     p.add_argument("--diagnostics", action="store_true",
                    help="print our gradient norms per group, critic values and returns, and "
@@ -195,52 +237,58 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", type=Path, default=None, help="write the curves as JSON")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    recipe = dict(DACT_CVRP20, epochs=args.epochs, batch_size=args.batch_size,
-                  batches_per_epoch=args.batches_per_epoch, val_size=args.val_size,
-                  val_steps=args.val_steps, threads=args.threads, ours=args.ours)
-    instances = make_generator("cvrp", recipe["num_customers"], seed=VAL_SEED).sample(
-        args.val_size)
     rows: dict[str, dict[int, list[float]]] = {}
     seconds: dict[str, float] = {}
+    diag: dict[str, list] = {}
+    budget = dict(epochs=args.epochs, batch_size=args.batch_size,
+                  batches_per_epoch=args.batches_per_epoch, val_size=args.val_size,
+                  val_steps=args.val_steps, threads=args.threads, ours=args.ours)
     with tempfile.TemporaryDirectory() as tmp:
-        sides: list[tuple[str, Any]] = []
-        if args.dact is not None:
-            from _parity_originals import write_dact_instances
+        for which in args.compare:
+            original = ORIGINALS[which]
+            recipe = {**original.recipe, **args.recipe, **budget}
+            instances = make_generator(original.problem, recipe["num_customers"],
+                                       seed=VAL_SEED).sample(args.val_size)
+            sides: list[tuple[str, Any]] = []
+            checkout = getattr(args, which)
+            if checkout is not None:
+                import _parity_originals
 
-            root = export(args.dact, DACT_CODE, Path(tmp) / "vrp-dact")
-            val_file = Path(tmp) / "val.pkl"
-            write_dact_instances(instances, val_file)
-            sides.append(("VRP-DACT", lambda s: run_original(root, recipe, val_file, s)))
-        diag: dict[str, list] = {}
+                root = export(checkout, original.code, Path(tmp) / which)
+                val_file = Path(tmp) / f"{which}_val.pkl"
+                getattr(_parity_originals, original.writer)(instances, val_file)
+                sides.append((original.label,
+                              lambda s, w=which, r=root, rc=recipe, v=val_file:
+                              run_original(w, r, rc, v, s)))
+            for enc in args.encoders:
+                def ours(seed: int, enc: str = enc, original: Original = original,
+                         recipe: dict = recipe, instances: Any = instances) -> list[float]:
+                    found = [] if args.diagnostics else None
+                    curve = run_ours(original, recipe, enc, args.pe, instances, seed, found)
+                    for epoch, row in enumerate(found or []):
+                        print(f"  {original.backbone} {enc} seed {seed} epoch {epoch + 1}: "
+                              + " ".join(f"{k} {v:.4g}" for k, v in row.items()), flush=True)
+                    if found is not None:
+                        diag[f"ours {original.backbone} ({enc}) {seed}"] = found
+                    return curve
 
-        def ours(seed: int, enc: str) -> list[float]:
-            rows = [] if args.diagnostics else None
-            curve = run_ours(recipe, enc, args.pe, instances, seed, rows)
-            for epoch, row in enumerate(rows or []):
-                print(f"  {enc} seed {seed} epoch {epoch + 1}: "
-                      + " ".join(f"{k} {v:.4g}" for k, v in row.items()), flush=True)
-            if rows is not None:
-                diag[f"ours ({enc}) {seed}"] = rows
-            return curve
-
-        for enc in args.encoders:
-            sides.append((f"ours ({enc})", lambda s, enc=enc: ours(s, enc)))
-        for name, run in sides:
-            rows[name] = {}
-            start = time.perf_counter()
-            for seed in args.seeds:
-                rows[name][seed] = run(seed)
-                print(f"{name:14s} seed {seed}: "
-                      + " ".join(f"{c:6.3f}" for c in rows[name][seed]), flush=True)
-                seconds[name] = time.perf_counter() - start
-                if args.out is not None:            # as it goes: a long run keeps its rows
-                    args.out.write_text(json.dumps({"recipe": recipe, "pe": args.pe,
-                                                    "curves": rows, "seconds": seconds,
-                                                    "diagnostics": diag}, indent=1))
+                sides.append((f"ours {original.backbone} ({enc})", ours))
+            for name, run in sides:
+                rows[name] = {}
+                start = time.perf_counter()
+                for seed in args.seeds:
+                    rows[name][seed] = run(seed)
+                    print(f"{name:18s} seed {seed}: "
+                          + " ".join(f"{c:6.3f}" for c in rows[name][seed]), flush=True)
+                    seconds[name] = time.perf_counter() - start
+                    if args.out is not None:        # as it goes: a long run keeps its rows
+                        args.out.write_text(json.dumps(
+                            {"budget": budget, "pe": args.pe, "curves": rows,
+                             "seconds": seconds, "diagnostics": diag}, indent=1))
     print("\nmean over seeds, per epoch")
     for name, by_seed in rows.items():
         curves = torch.tensor(list(by_seed.values()))
-        print(f"{name:14s}: " + " ".join(f"{c:6.3f}" for c in curves.mean(0).tolist())
+        print(f"{name:18s}: " + " ".join(f"{c:6.3f}" for c in curves.mean(0).tolist())
               + f"   ({seconds[name] / len(by_seed):.0f} s per seed)")
 
 

@@ -112,8 +112,9 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--augment", type=count(1), default=1,
                    help="symmetric copies at test (1..8)")
     p.add_argument("--init", choices=init_choices(), default=None,
-                   help="initial test solutions (default: those of training, random; "
-                        "nearest_neighbor for VRPTW)")
+                   help="initial test solutions (default: those of training, the "
+                        "backbone's: dact first_fit on CVRP, random on TSP and PDTSP, "
+                        "nearest_neighbor on VRPTW)")
     p.add_argument("--test-seed", type=seed_value, default=1234,
                    help="seed of the test instances")
     add_reference_option(p)
