@@ -15,6 +15,7 @@ another backbone is refused naming the backbones it belongs to.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import typing
 from collections.abc import Iterable, Sequence
@@ -51,7 +52,7 @@ class CommandParser(ArgumentParser):
         self.foreign, self.backbone = foreign or {}, backbone
 
     def error(self, message: str, ex: Exception | None = None) -> NoReturn:
-        text = one_line(message)
+        text = choice_message(one_line(message))
         for flag, owners in self.foreign.items():
             if f"unrecognized arguments: {flag}" in text or \
                     f"unrecognized arguments: {flag}=" in text:
@@ -60,6 +61,24 @@ class CommandParser(ArgumentParser):
                         f"has no such option")
                 break
         self.exit(2, f"{self.prog}: error: {text}\n")
+
+
+_CHOICE = re.compile(r'Parser key "([\w.]+)":.*?Literal\[([^\]]*)\].*?'
+                     r'(?:Given value|Got value): (.*?)$')
+
+
+def choice_message(text: str) -> str:
+    """jsonargparse's refusal of a value outside a ``Literal``'s choices (``Does not
+    validate against any of the Union subtypes ...``) as the configuration's own
+    message: ``--KEY must be one of a, b; got 'v'``. Other messages are unchanged."""
+    found = _CHOICE.search(text)
+    if found is None:
+        return text
+    key, choices, value = found.groups()
+    names = [c.strip().strip("'\"") for c in choices.split(",")]
+    if "NoneType" in text:
+        names.append("null")
+    return f"--{key} must be one of {', '.join(names)}; got {value.strip()!r}"
 
 
 # --------------------------------------------------------------------------- argv

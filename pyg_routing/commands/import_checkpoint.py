@@ -1,5 +1,5 @@
-"""``pyg-routing import-checkpoint --from nds|n2s FILE --out CKPT``: an original NDS
-(``checkpoint-*.pt``) or N2S (``epoch-*.pt``) checkpoint as our training checkpoint,
+"""``pyg-routing import-checkpoint --from nds|n2s|dact FILE --out CKPT``: an original NDS
+(``checkpoint-*.pt``), N2S or DACT (``epoch-*.pt``) checkpoint as our training checkpoint,
 which every command that takes ``--checkpoint`` then runs in our search
 (:mod:`pyg_routing.training.import_checkpoint`)."""
 
@@ -34,7 +34,7 @@ def parse(argv: Sequence[str]) -> Parsed:
     p.add_argument("--problem", choices=NDS_PROBLEMS, default=None,
                    help="nds: the problem, checked against the file (default: the file's)")
     p.add_argument("--num_customers", type=count(1), default=None,
-                   help="customers per instance the model was trained on (n2s: required, "
+                   help="customers per instance the model was trained on (n2s, dact: required, "
                         "the file does not say; nds: default the file's problem_size)")
     p.add_argument("--heads", type=count(1), default=None,
                    help="nds: attention heads when the file's model_params cannot be read "

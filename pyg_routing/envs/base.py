@@ -312,6 +312,22 @@ class ImprovementEnv(RoutingEnv):
         return replace(state, **{name: getattr(state, name[len("best_"):]).clone()
                                  for name in state.BEST_FIELDS})
 
+    def resume_best(self, state: S) -> S:
+        """``state`` with its best-so-far solutions as the current ones (VRP-DACT's
+        ``best_cl``: the training rollout starts from the best solution of the warm-up):
+        every ``X`` of ``BEST_FIELDS`` takes a copy of ``best_X``, then
+        :meth:`rebuild_solution` derives the rest. Raises ``NotImplementedError`` for an
+        environment that does not define it."""
+        current = {name[len("best_"):]: getattr(state, name).clone()
+                   for name in state.BEST_FIELDS}
+        return self.rebuild_solution(replace(state, **current))
+
+    def rebuild_solution(self, state: S) -> S:
+        """``state`` whose solution fields were replaced, with the fields derived from
+        them made consistent again (and any move memory, such as a tabu, cleared)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restart from the best "
+                                  f"solution (curriculum start 'best')")
+
     def accept(self, old: S, new: S, accepted: Tensor) -> S:
         """Per instance, ``new`` where ``accepted [B]`` is True, else ``old``; the
         best-so-far fields (``BEST_FIELDS``) and the step count come from ``new``."""

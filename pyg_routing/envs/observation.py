@@ -36,7 +36,8 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
                     graph_depot_mask: Tensor | None = None,
                     graph_node: Tensor | None = None, demand: Tensor | None = None,
                     dtype: torch.dtype | None = None,
-                    open_routes: Tensor | None = None) -> EncodingInputs:
+                    open_routes: Tensor | None = None,
+                    cycle_pos: Tensor | None = None) -> EncodingInputs:
     """The node encodings' inputs of ``G = num_graphs`` solutions of ``M`` nodes each.
 
     Args:
@@ -54,6 +55,8 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
         graph_node: ``[G * M]`` route-graph node each node reads its code from.
         demand: ``[G * M]`` node demands, or ``None`` (per-route XPE's weights).
         dtype: floating dtype of the codes.
+        cycle_pos: ``[G * M]`` position of each node along its solution's one cycle
+            (states that keep one cycle per instance).
     """
     dev = depot_mask.device
     m = depot_mask.numel() // max(num_graphs, 1)
@@ -71,7 +74,7 @@ def encoding_inputs(rq: RouteQuantities, depot_mask: Tensor, num_graphs: int,
         else batch,
         route_pos=rq.route_pos, route_id=rq.route_id, cum_dist=rq.cum_dist,
         route_length=rq.route_length, route_graph=graph, graph_node=graph_node,
-        demand=demand, dtype=dtype, open_routes=open_routes)
+        demand=demand, dtype=dtype, open_routes=open_routes, cycle_pos=cycle_pos)
 
 
 def tour_route_quantities(state: Any) -> RouteQuantities:
@@ -103,7 +106,8 @@ def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
     copies (nodes ``0 .. K-1``).
 
     Depot copies are depots for every encoding (within-route position 0, route id
-    -1). The graph encodings are defined on the route graph in ORIGINAL node ids,
+    -1); ``cycle_pos`` is the state's ``rank`` (DACT's CPE over the whole cycle). The
+    graph encodings are defined on the route graph in ORIGINAL node ids,
     where all copies are one depot: that merged graph (``N = M - K + 1`` nodes per
     instance) is what they read, and every copy takes the depot's code.
     """
@@ -130,7 +134,8 @@ def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
     return encoding_inputs(rq, state.depot_mask.reshape(-1), b, aware, merged_arcs, n,
                            graph_node=(offsets + graph_node).reshape(-1),
                            demand=_flat_demand(state), dtype=dtype,
-                           open_routes=getattr(state, "open_routes", None))
+                           open_routes=getattr(state, "open_routes", None),
+                           cycle_pos=state.rank.reshape(-1))
 
 
 def _flat_demand(state: Any) -> Tensor | None:

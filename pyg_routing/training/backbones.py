@@ -119,8 +119,14 @@ def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = No
             raise ValueError(f"checkpoint {ckpt_path} was trained with {key} "
                              f"{hp.get(key)!r}, but {want!r} was expected")
     model = get(hp["backbone"])(**hp)
-    model.load_state_dict(ckpt["state_dict"])
+    try:
+        model.load_state_dict(ckpt["state_dict"])
+    except RuntimeError as err:
+        first = str(err).splitlines()[1].strip() if "\n" in str(err) else str(err)
+        raise ValueError(f"checkpoint {ckpt_path} does not fit the {hp['backbone']} model its "
+                         f"hyper-parameters build ({first}); it was probably written by an "
+                         f"earlier version of pyg_routing") from None
     model.to(map_location if isinstance(map_location, str | torch.device) else "cpu")
-    if compiled is not None and hasattr(model.policy, "decoder"):
+    if compiled is not None and hasattr(getattr(model.policy, "decoder", None), "compiled"):
         model.policy.decoder.compiled = compiled
     return model.policy.eval()

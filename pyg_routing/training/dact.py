@@ -1,43 +1,78 @@
 """DACT as one configuration of the shared n-step PPO: the 2-opt environment, the
-:class:`~pyg_routing.models.DACTPolicy` and DACT's published hyper-parameters.
+:class:`~pyg_routing.models.DACTPolicy` and DACT's published settings.
 
 The algorithm is DACT's (Ma et al., "Learning to Iteratively Solve Routing Problems
-with Dual-Aspect Collaborative Transformer", NeurIPS 2021); the paper's App. I states
-that the DACT layer uses the published configuration unchanged, only the positional
-encoding being replaced. Defaults (DACT paper Sec. 5 / its repository):
-``t_train=200``, ``n_step=4``, ``ppo_epochs=3``, ``clip=0.1``, ``gamma=0.999``,
-``lr_actor=1e-4``, ``lr_critic=3e-5``, ``lr_decay=0.985`` per epoch, ``batch_size=512``,
-``init="random"``. ``max_grad_norm=0.2`` and ``warm_up=2`` are the values of DACT's
-training commands as recalled from its repository README (TSP; CVRP used
-``max_grad_norm=0.05``); they could not be checked here. Deviations: one Adam with
-two parameter groups (DACT: one optimizer per module) and gradient-norm clipping
-over all parameters at once (DACT: per group).
+with Dual-Aspect Collaborative Transformer", NeurIPS 2021; yining043/VRP-DACT); the
+paper's App. I keeps the published configuration and replaces only the positional
+encoding. From VRP-DACT (``options.py``, ``agent/ppo.py``, README):
+
+* the network: its own (``encoder="native"``: dual-aspect encoder, MHC decoder,
+  one-layer attention critic; width 64, 4 heads, 3 layers), its node features (the
+  2-opt environment's, :mod:`pyg_routing.envs.two_opt.features`);
+* PPO: ``ppo_epochs=3``, ``clip=0.1``, ``gamma=0.999``, ``lr_actor=1e-4``,
+  ``lr_critic=3e-5``, ``lr_decay=0.985`` per epoch, gradient norms clipped per
+  parameter group (``grad_clip="per_group"``);
+* the curriculum: its normalised sigmoid (``curriculum="sigmoid"``, ``xi_cl`` 2 on TSP
+  and 1 otherwise, its README's training commands), the rollout starting from the best
+  warm-up solution (``curriculum_start="best"``, ``--best_cl``);
+* initial solutions: first fit in index order on CVRP (``init="first_fit"``, its
+  ``'random'`` rule, which is deterministic), a random tour on TSP;
+* validation: sampled, over its ``T_max = 1500`` steps, on a fixed set.
+
+Not yet VRP-DACT's (the recipes' business): ``t_train=200`` / ``n_step=4`` (its CVRP
+command: 250 / 5), ``max_grad_norm=0.2`` (its CVRP default: 0.04), ``batch_size=512``
+(its 600). Kept on purpose: our environment forbids no-op moves, which VRP-DACT allows.
+Deviations: one Adam with two parameter groups (DACT: the same, one optimizer).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs import TwoOptEnv
 from pyg_routing.models import DACTPolicy
 from pyg_routing.training.config import BackboneConfig
 from pyg_routing.training.ppo import PPOLightning, PPOTrain, StepTest, StepValidate
-from pyg_routing.training.sections import Encoder, ModelOptions, bound
+from pyg_routing.training.sections import Encoder, EncodingOptions, ModelOptions, bound
+
+#: VRP-DACT's initial solutions of training and validation, per problem: its CVRP rule
+#: is first fit in index order, its TSP rule a random tour; VRPTW (ours) starts from
+#: nearest neighbour (random giant tours are rarely time-window feasible), PDTSP from a
+#: random feasible tour
+DEFAULT_INIT = {Problem.TSP: "random", Problem.CVRP: "first_fit",
+                Problem.VRPTW: "nearest_neighbor", Problem.PDTSP: "random"}
+#: VRP-DACT's Xi_CL per problem (README: TSP 2, CVRP 1; ours take CVRP's)
+XI_CL = {Problem.TSP: 2.0}
 
 
 def default_init(problem: str | Problem) -> str:
-    """DACT trains from random solutions; random giant tours are rarely
-    time-window feasible, so VRPTW starts from nearest-neighbour solutions."""
-    return "nearest_neighbor" if Problem.parse(problem) is Problem.VRPTW else "random"
+    """The initial-solution rule DACT trains and validates from (:data:`DEFAULT_INIT`)."""
+    return DEFAULT_INIT[Problem.parse(problem)]
+
+
+@dataclass
+class DACTEncoding(EncodingOptions):
+    """Positional encoding: the options of the node code that --pe names"""
+
+    dim: int | None = bound(None, low=1)
+    """width of node codes (null: the model width with the native network, where
+    VRP-DACT feeds its CPE at the embedding width; 32 with gps)"""
+    cpe_scope: Literal["route", "tour"] | None = None
+    """dact_cpe: the position it encodes, route (within each route, the paper's App. E)
+    or tour (along the whole solution with its depot copies, as VRP-DACT's CVRP model
+    reads it) (null: tour with the native network, route with gps)"""
 
 
 @dataclass
 class DACTModel(ModelOptions):
     """Model: DACT's policy network"""
 
-    encoder: Encoder = "gps"
-    """the encoder: gps (the GraphGPS-style encoder with DACT's pair decoder)"""
+    encoder: Encoder = "native"
+    """the network: native (DACT's dual-aspect encoder, MHC decoder and one-layer
+    attention critic, as released in yining043/VRP-DACT) or gps (the GraphGPS-style
+    encoder with our pair decoder and pooled value head)"""
     dim: int = bound(64, low=1)
     """model width"""
     heads: int = bound(4, low=1)
@@ -45,25 +80,44 @@ class DACTModel(ModelOptions):
     layers: int = bound(3, low=1)
     """encoder layers"""
     compiled: bool = False
-    """score move pairs with torch.compile where no gradient flows (validation, warm-up,
-    the saved policy's search; needs a C++ compiler on CPU)"""
+    """gps encoder: score move pairs with torch.compile where no gradient flows
+    (validation, warm-up, the saved policy's search; needs a C++ compiler on CPU)"""
     depot_rate: float | None = bound(None, positive=True)
     """CVRP/VRPTW depot copies as DACT's --dummy_rate: ceil(N (1 + rate)) - N for N
-    customers (null: enough for the initial routes and the capacity bound + 2)"""
+    customers (DACT: 0.5 at 20, 0.4 at 50, 0.2 at 100; null: enough for the initial
+    routes and the capacity bound + 2)"""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.encoder != "gps":
-            raise ValueError(f"--model.encoder {self.encoder}: DACT has the gps encoder "
-                             f"only")
+    GPS_ONLY: ClassVar[tuple[str, ...]] = (*ModelOptions.GPS_ONLY, "compiled")
 
 
 @dataclass
 class DACTTrain(PPOTrain):
-    """Training: n-step PPO with DACT's hyper-parameters"""
+    """Training: n-step PPO with DACT's training rules"""
 
     batch_size: int = bound(512, low=1)
     """instances per training batch"""
+    curriculum: Literal["floor", "sigmoid"] = "sigmoid"
+    """policy steps before each rollout: floor (floor(epoch / --train.warm_up), N2S's) or
+    sigmoid (VRP-DACT's normalised sigmoid over the epochs times --train.xi_cl)"""
+    xi_cl: float | None = bound(None, low=0.0)
+    """VRP-DACT's Xi_CL: the sigmoid curriculum reaches epochs * xi_cl warm-up steps at the
+    last epoch (null: its README's, 2 on TSP, 1 otherwise)"""
+    curriculum_start: Literal["last", "best"] = "best"
+    """the solution the rollout starts from after the warm-up: last, or best (the best of
+    the warm-up, VRP-DACT's --best_cl)"""
+    grad_clip: Literal["joint", "per_group"] = "per_group"
+    """gradient-norm clipping: joint (one norm over all parameters) or per_group (actor and
+    critic each to --train.max_grad_norm, as VRP-DACT)"""
+
+
+@dataclass
+class DACTValidate(StepValidate):
+    """Validation: the step search on a fixed set after every epoch"""
+
+    steps: int = bound(1500, low=0)
+    """search iterations per validation instance (VRP-DACT's T_max)"""
+    sample: bool = True
+    """sample the policy's moves (VRP-DACT validates by sampling)"""
 
 
 @dataclass
@@ -75,13 +129,23 @@ class DACTConfig(BackboneConfig):
     pe: str = "ipexpe"
     """positional encoding: none, ape, sin, rope, rpe, alibi, lap, rwse, spd, dact_cpe,
     cycleformer, ipe, xpe or ipexpe"""
+    encoding: DACTEncoding = field(default_factory=DACTEncoding)
     model: DACTModel = field(default_factory=DACTModel)
     train: DACTTrain = field(default_factory=DACTTrain)
-    validate: StepValidate = field(default_factory=StepValidate)
+    validate: DACTValidate = field(default_factory=DACTValidate)
     test: StepTest = field(default_factory=StepTest)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        native = self.model.encoder == "native"
+        # the values that stand for "the network's own" resolved once, here, so the
+        # checkpoint records what was built
+        if self.encoding.dim is None:
+            self.encoding.dim = self.model.dim if native else 32
+        if self.encoding.cpe_scope is None:
+            self.encoding.cpe_scope = "tour" if native else "route"
+        if self.train.xi_cl is None:
+            self.train.xi_cl = XI_CL.get(Problem.parse(self.problem), 1.0)
         TwoOptEnv().check_problem(Problem.parse(self.problem))
         if self.model.depot_rate is not None and Problem.parse(self.problem).single_route:
             raise ValueError(f"--model.depot_rate sets the depot copies of CVRP/VRPTW; "
@@ -107,6 +171,7 @@ class DACTLightning(PPOLightning):
     def build_policy(self) -> DACTPolicy:
         c = self.config
         m = c.model
+        gps = {"local_mp": m.local_mp, "pe_init": m.pe_init, "compiled": m.compiled} \
+            if m.encoder == "gps" else {}
         return DACTPolicy.build(c.problem, pe=c.encoding_spec, dim=m.dim, heads=m.heads,
-                                num_layers=m.layers, pe_init=m.pe_init,
-                                compiled=m.compiled, local_mp=m.local_mp)
+                                num_layers=m.layers, encoder=m.encoder, **gps)

@@ -1,4 +1,4 @@
-"""Checkpoints of the original NDS and N2S code as our training checkpoints.
+"""Checkpoints of the original NDS, N2S and DACT code as our training checkpoints.
 
 What the originals save:
 
@@ -29,6 +29,9 @@ What the originals save:
   recent first. The import permutes the first layer's columns (our history and
   trained checkpoints stay as they are).
 
+* DACT (yining043/VRP-DACT): ``epoch-<epoch>.pt``, the same layout as N2S's; mapped by
+  :mod:`pyg_routing.training.import_dact` into our native DACT network.
+
 The result is what ``pyg-routing train`` writes (``hyper_parameters`` with the
 backbone, ``state_dict``), so ``evaluate``, ``search --checkpoint`` and ``compare`` take
 it unchanged; ``imported_from`` records the original file.
@@ -50,10 +53,11 @@ from torch import Tensor
 from pyg_routing.envs import DeconstructionEnv
 from pyg_routing.errors import CorruptFileError
 from pyg_routing.training import backbones
+from pyg_routing.training.import_dact import dact_mapping, dact_options
 from pyg_routing.training.original_files import TensorSource, plain, read_original
 
 #: the originals an import reads, with the backbone they become
-ORIGINALS = {"nds": "nds", "n2s": "n2s"}
+ORIGINALS = {"nds": "nds", "n2s": "n2s", "dact": "dact"}
 #: the original keys of a fused query/key/value weight, in messages
 QKV = "W_query|W_key|W_val"
 #: the original N2S's removal-history columns in our order (most recent first)
@@ -79,7 +83,8 @@ def _naming(name: str, *sources: TensorSource) -> Iterator[None]:
 
 def _entry(content: Any, key: str, original: str, name: str) -> Any:
     if not isinstance(content, Mapping) or key not in content:
-        raise CorruptFileError(f"{name} is not an {original} checkpoint (no {key!r}; "
+        article = "an" if original[0] in "AEFHILMNORSX" else "a"     # an NDS, a DACT
+        raise CorruptFileError(f"{name} is not {article} {original} checkpoint (no {key!r}; "
                                f"expected what {original}'s training saves)")
     return content[key]
 
@@ -293,10 +298,32 @@ def _map_n2s(actor: TensorSource, critic: TensorSource, num_customers: int,
                                             "critic_attention_biases": "zero"})
 
 
+def import_dact(content: Any, *, num_customers: int, name: str = "checkpoint"
+                ) -> dict[str, Any]:
+    """Our ``dact`` checkpoint (``encoder="native"``) of VRP-DACT's saved dict
+    ``content`` (``actor`` and ``critic`` state dicts; the mapping:
+    :mod:`pyg_routing.training.import_dact`). The problem (TSP or CVRP), width, heads
+    and layers come from the shapes and keys; the problem size is not in the file.
+
+    Raises:
+        CorruptFileError: not a VRP-DACT checkpoint, a key missing, unexpected or of
+            another shape (names ``name`` and the key).
+    """
+    actor = TensorSource(_entry(content, "actor", "DACT", name), "actor state dict", name)
+    critic = TensorSource(_entry(content, "critic", "DACT", name), "critic state dict", name)
+    options = dact_options(actor.state, num_customers, name, CorruptFileError)
+    with _naming(name, actor, critic):
+        mapped = dact_mapping(actor.__getitem__, critic.__getitem__, options["num_layers"])
+    actor.check_all_used()
+    critic.check_all_used()
+    return _build("dact", options, mapped, name, {"original": "dact", "file": name})
+
+
 def import_original(original: str, path: str | Path, *, trust: bool = False,
                     **options: Any) -> dict[str, Any]:
-    """Read the original ``original`` (``"nds"`` or ``"n2s"``) checkpoint at ``path``
-    and import it (``options``: of :func:`import_nds` / :func:`import_n2s`)."""
+    """Read the original ``original`` (``"nds"``, ``"n2s"`` or ``"dact"``) checkpoint at
+    ``path`` and import it (``options``: of :func:`import_nds` / :func:`import_n2s` /
+    :func:`import_dact`)."""
     if original not in ORIGINALS:
         raise ValueError(f"unknown original {original!r}; choose from {', '.join(ORIGINALS)}")
     content = read_original(path, trust=trust)
@@ -304,9 +331,10 @@ def import_original(original: str, path: str | Path, *, trust: bool = False,
     if original == "nds":
         return import_nds(content, name=name, **options)
     if options.get("num_customers") is None:
-        raise ValueError(f"{name}: an N2S checkpoint does not say its problem size; pass "
-                         f"num_customers (command line: --num_customers)")
-    return import_n2s(content, num_customers=options["num_customers"], name=name)
+        raise ValueError(f"{name}: an {original.upper()} checkpoint does not say its problem "
+                         f"size; pass num_customers (command line: --num_customers)")
+    importer = import_n2s if original == "n2s" else import_dact
+    return importer(content, num_customers=options["num_customers"], name=name)
 
 
 def check_out_path(out: str | Path) -> Path:

@@ -1,9 +1,12 @@
 """Backbone-neutral n-step PPO with Lightning (DACT's and N2S's training rule).
 
 One training batch = ``B`` instances. Their initial solutions (``init``) are first
-improved by the current policy (no gradient) for ``curriculum_steps() =
-floor(epoch / warm_up)`` steps (DACT's curriculum), then a rollout of ``t_train``
-environment steps is split into chunks of ``n_step`` steps. The rollout runs with
+improved by the current policy (no gradient, sampled) for :meth:`curriculum_steps`
+steps: ``floor(epoch / warm_up)`` (``curriculum="floor"``, N2S's) or VRP-DACT's
+normalised sigmoid over the epochs (``"sigmoid"``, :func:`sigmoid_curriculum_steps`);
+the training rollout then starts from the last warm-up solution or the best one
+(``curriculum_start``, VRP-DACT's ``best_cl``). A rollout of ``t_train`` environment
+steps is split into chunks of ``n_step`` steps. The rollout runs with
 gradients, and its forward passes serve the first of the ``ppo_epochs`` (K) PPO
 updates after each chunk (as in DACT: its first update reuses the stored
 log-probabilities and values; later updates re-evaluate the chunk). The updates use
@@ -16,11 +19,14 @@ cost. The critic reads DETACHED node embeddings: its loss does not train the enc
 The environment and the policy come from the backbone (:mod:`.dact`); nothing here
 knows what an action is. Optimizer: one Adam with two parameter groups (actor:
 everything but ``policy.critic``; critic), gradient-norm clipping over all
-parameters, exponential learning-rate decay per epoch.
+parameters at once (``grad_clip="joint"``) or per group, each group to the same norm
+(``"per_group"``, VRP-DACT's ``utils.clip_grad_norms``), exponential learning-rate
+decay per epoch.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -63,6 +69,19 @@ class PPOTrain(TrainOptions):
     """weight of the value loss"""
     warm_up: float = bound(2.0, low=0.0)
     """curriculum: floor(epoch / warm_up) policy steps before each rollout (0: none)"""
+    # -- the training rules VRP-DACT adds (issue 38); N2S keeps the first of each
+    curriculum: Literal["floor", "sigmoid"] = "floor"
+    """policy steps before each rollout: floor (floor(epoch / --train.warm_up), N2S's) or
+    sigmoid (VRP-DACT's normalised sigmoid over the epochs times --train.xi_cl)"""
+    xi_cl: float = bound(1.0, low=0.0)
+    """VRP-DACT's Xi_CL: the sigmoid curriculum reaches epochs * xi_cl warm-up steps at the
+    last epoch"""
+    curriculum_start: Literal["last", "best"] = "last"
+    """the solution the rollout starts from after the warm-up: last, or best (the best of
+    the warm-up, VRP-DACT's --best_cl)"""
+    grad_clip: Literal["joint", "per_group"] = "joint"
+    """gradient-norm clipping: joint (one norm over all parameters) or per_group (actor and
+    critic each to --train.max_grad_norm, as VRP-DACT)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -103,6 +122,29 @@ class StepTest(TestOptions):
                              f"count)") from None
 
 
+def sigmoid_curriculum_steps(epoch: int, epochs: int, xi: float) -> int:
+    """VRP-DACT's curriculum (``agent/ppo.py``, ``train_batch``): ``int(z[epoch])`` with
+    ``y = 1 / (1 + exp(-k x + E k / 2))`` over ``x = 0 .. E - 1`` (``k = 0.02``,
+    ``E = epochs``), ``y`` normalised to ``[0, 1]`` and ``z = y E xi``. One epoch (where
+    VRP-DACT divides by zero) has none."""
+    if epochs <= 1:
+        return 0
+    k = 0.02
+
+    def y(x: float) -> float:                      # the logistic, without overflow
+        t = k * (x - epochs / 2)
+        return 1.0 / (1.0 + math.exp(-t)) if t >= 0 else math.exp(t) / (1.0 + math.exp(t))
+
+    low, high = y(0.0), y(float(epochs - 1))       # y rises: its min and max
+    return int((y(float(epoch)) - low) / (high - low) * epochs * xi)
+
+
+def clip_grad_norms(groups: list[dict[str, Any]], max_norm: float) -> list[Tensor]:
+    """Clip each parameter group's gradients to ``max_norm`` on its own (VRP-DACT's
+    ``utils.clip_grad_norms``); returns the norms before clipping, per group."""
+    return [torch.nn.utils.clip_grad_norm_(g["params"], max_norm) for g in groups]
+
+
 def stack_steps(steps: list) -> tuple[Tensor, Tensor, Tensor]:
     """``n`` per-step ``(log_prob, entropy, value)`` triples (each ``[B]``) ->
     three ``[n, B]`` tensors."""
@@ -125,10 +167,20 @@ class PPOLightning(ImprovementLightning):
         dtype = next(self.policy.parameters()).dtype
         return self.policy.prepare(self.env.policy_observation(state, dtype))
 
-    def curriculum_steps(self, epoch: int | None = None) -> int:
-        """Warm-up steps before the training rollout: ``floor(epoch / warm_up)``."""
+    def curriculum_steps(self, epoch: int | None = None, epochs: int | None = None) -> int:
+        """Warm-up steps before the training rollout at ``epoch`` (default: the current
+        one): ``floor(epoch / warm_up)``, or VRP-DACT's :func:`sigmoid_curriculum_steps`
+        over ``epochs`` (default: the trainer's ``max_epochs``)."""
         epoch = self.current_epoch if epoch is None else epoch
-        w = self.config.train.warm_up
+        cfg = self.config.train
+        if cfg.curriculum == "sigmoid":
+            if epochs is None and self._trainer is not None:
+                epochs = self.trainer.max_epochs
+            if epochs is None or epochs < 0:
+                raise ValueError("the sigmoid curriculum needs the number of epochs "
+                                 "(Trainer(max_epochs=...))")
+            return sigmoid_curriculum_steps(epoch, epochs, cfg.xi_cl)
+        w = cfg.warm_up
         return int(epoch // w) if w else 0
 
     def configure_optimizers(self) -> Any:
@@ -184,7 +236,9 @@ class PPOLightning(ImprovementLightning):
             loss = surrogate + cfg.value_coef * value_loss
             opt.zero_grad()
             self.manual_backward(loss)
-            if cfg.max_grad_norm:
+            if cfg.max_grad_norm and cfg.grad_clip == "per_group":
+                clip_grad_norms(opt.param_groups, cfg.max_grad_norm)
+            elif cfg.max_grad_norm:
                 self.clip_gradients(opt, gradient_clip_val=cfg.max_grad_norm,
                                     gradient_clip_algorithm="norm")
             opt.step()
@@ -205,7 +259,9 @@ class PPOLightning(ImprovementLightning):
                         state, _ = env.step(state, self.policy(
                             self.observe(state), generator=gen, detach_critic=True)[0])
                 self.policy.train()
-                # the warmed-up solution is the initial one of the training rollout
+                # the last (or best) warm-up solution is the rollout's initial one
+                if cfg.curriculum_start == "best":
+                    state = env.resume_best(state)
                 state = env.restart_best(state)
             init_cost = state.cost.clone()
             total_reward = torch.zeros_like(init_cost)

@@ -175,7 +175,8 @@ class EncodingOptions(Section):
 
     def spec(self, pe: str) -> encodings.EncodingSpec:
         """Encoding ``pe`` resolved with these options (:func:`encodings.resolve`)."""
-        options = {k: getattr(self, k) for k in encodings.OPTIONS}
+        # a backbone's encoding section may add options (DACT's cpe_scope)
+        options = {k: getattr(self, k) for k in encodings.OPTIONS if hasattr(self, k)}
         return encodings.resolve(pe, dim=self.dim, num_bands=self.num_bands, **options)
 
 
@@ -257,7 +258,7 @@ class ModelOptions(Section):
                              f"{self.flag('dim')} {self.dim}")
         if self.encoder != "gps":
             for name in self.GPS_ONLY:
-                default = next(f.default for f in fields(ModelOptions) if f.name == name)
+                default = next(f.default for f in fields(self) if f.name == name)
                 if getattr(self, name) != default:
                     raise ValueError(f"{self.flag(name)} is an option of the gps encoder; "
                                      f"--model.encoder {self.encoder} has no such setting")

@@ -53,6 +53,10 @@ class EncodingInputs:
         dtype: floating dtype of the codes (``None``: the functions' default).
         open_routes: ``[G]`` bool, graphs whose routes are open (IPE's half-period
             phase); ``None``: all closed.
+        cycle_pos: ``[N]`` position of each node along the ONE cycle of a search
+            state that keeps its solution so (all routes in a row, joined by depot
+            copies, from depot copy 0 at 0: the 2-opt and pair-reinsertion states);
+            ``None`` elsewhere. Every graph then has the same number of nodes.
     """
 
     depot_angle: Tensor
@@ -68,6 +72,7 @@ class EncodingInputs:
     demand: Tensor | None = None
     dtype: torch.dtype | None = None
     open_routes: Tensor | None = None
+    cycle_pos: Tensor | None = None
 
     @classmethod
     def from_data(cls, data: Data) -> EncodingInputs:
@@ -109,6 +114,16 @@ class EncodingInputs:
         missing = [f for f in fields if getattr(self, f) is None]
         if missing:
             raise _needs_solution(by, ", ".join(missing))
+
+    def cycle_size(self, by: str) -> int:
+        """Nodes on the one cycle of each graph (:attr:`cycle_pos`); raises
+        :class:`NoSolutionError` naming ``by`` where the solution is not kept as one
+        cycle (a ``RoutingData``)."""
+        if self.cycle_pos is None:
+            raise NoSolutionError(f"{by} reads the position along the one cycle of a search "
+                                  f"state (the 2-opt or pair-reinsertion environment), not "
+                                  f"a RoutingData's routes")
+        return self.cycle_pos.numel() // max(self.direction_sensitive.numel(), 1)
 
     def route_size(self, by: str) -> Tensor:
         """``[N]`` customers on each node's route (the depot: its graph's largest)."""

@@ -8,8 +8,13 @@ from pyg_routing.functional.index_pe import (
     check_even_dim,
     check_variant,
     dact_cpe,
+    gray_code,
 )
 from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
+
+#: what the CPE's position counts: within each route (the paper's App. E) or along the
+#: one cycle of all routes joined by depot copies (VRP-DACT's CVRP model)
+SCOPES = ("route", "tour")
 
 
 class DACTCPE(NodeEncoding):
@@ -31,11 +36,18 @@ class DACTCPE(NodeEncoding):
     See :func:`~pyg_routing.functional.index_pe.dact_cpe`. Unvisited customers
     (PCVRP) get all zeros.
 
+    ``scope="tour"`` is VRP-DACT's own CVRP input: the position of a node along the
+    whole solution kept as ONE cycle (the 2-opt state: routes joined by depot copies,
+    depot copy 0 at position 0), on a cycle of all ``M`` nodes
+    (:attr:`EncodingInputs.cycle_pos`; VRP-DACT's ``visited_time % seq_length``).
+    Only a search state that keeps such a cycle has it. On a TSP both scopes agree.
+
     Args:
         dim: width (original: even ``>= 2``; paper: number of bits ``>= 1``).
         variant: ``"original"`` or ``"paper"``.
         attr_name: attribute to store the encoding in; ``None`` concatenates it
             onto ``data.x``.
+        scope: ``"route"`` (default, the paper's) or ``"tour"`` (VRP-DACT's CVRP).
 
     Raises:
         NoSolutionError: the instance has no solution.
@@ -43,8 +55,10 @@ class DACTCPE(NodeEncoding):
     """
 
     def __init__(self, dim: int = 64, variant: str = "original",
-                 attr_name: str | None = "dact_cpe") -> None:
+                 attr_name: str | None = "dact_cpe", scope: str = "route") -> None:
         check_variant(variant)
+        if scope not in SCOPES:
+            raise ValueError(f"unknown DACT CPE scope {scope!r}; choose from {SCOPES}")
         if variant == "original":
             check_even_dim(dim, "DACTCPE(variant='original')")
         elif not isinstance(dim, int) or dim < 1:
@@ -53,15 +67,25 @@ class DACTCPE(NodeEncoding):
         self.dim = dim
         self.variant = variant
         self.attr_name = attr_name
+        self.scope = scope
 
     @property
     def width(self) -> int:
         return self.dim
 
     def code(self, inputs: EncodingInputs) -> Tensor:
-        size = inputs.route_size(type(self).__name__)
-        return dact_cpe(inputs.route_pos, size, self.dim, self.variant, dtype=inputs.dtype)
+        by = type(self).__name__
+        if self.scope == "route":
+            size = inputs.route_size(by)
+            return dact_cpe(inputs.route_pos, size, self.dim, self.variant, dtype=inputs.dtype)
+        m = inputs.cycle_size(f"{by}(scope='tour')")
+        pos = inputs.cycle_pos
+        if self.variant == "paper":                          # Gray(i mod M)
+            return gray_code(pos, pos.new_full((), m), self.dim, dtype=inputs.dtype)
+        # the original's closed tour of L + 1 = M positions
+        return dact_cpe(pos, pos.new_full(pos.shape, m - 1), self.dim, dtype=inputs.dtype)
 
     def __repr__(self) -> str:
+        scope = "" if self.scope == "route" else f", scope={self.scope!r}"
         return (f"{type(self).__name__}(dim={self.dim}, variant={self.variant!r}, "
-                f"attr_name={self.attr_name!r})")
+                f"attr_name={self.attr_name!r}{scope})")

@@ -21,7 +21,7 @@ def test_a_policy_drives_the_environment_with_encodings_recomputed_every_step():
     inst = CVRPGenerator(10, seed=0).sample(4)
     state = reset(inst, init="sweep")
     b, m = state.order.shape
-    enc = GPSEncoder(in_channels=6, dim=32, heads=4, num_layers=1, pe="ipexpe", pe_dim=16)
+    enc = GPSEncoder(in_channels=7, dim=32, heads=4, num_layers=1, pe="ipexpe", pe_dim=16)
     dec, critic = PairDecoder(32), ValueHead(32)
     start = state.best_cost.clone()
     for _ in range(8):

@@ -82,7 +82,8 @@ def test_untrained_policy_with_every_encoding_takes_valid_steps(pe):
         for _ in range(3):
             obs = pol.prepare(observe(state))
             b, m = state.order.shape
-            assert obs.x.shape == (b, m, 6) and obs.mask.shape == (b, m, m)
+            width = TwoOptEnv.feature_width(problem)
+            assert obs.x.shape == (b, m, width) and obs.mask.shape == (b, m, m)
             assert obs.extra.shape == (b, 2)
             assert (obs.pe is None) == (pol.encoder.positional.node_pe is None)
             with torch.no_grad():
@@ -111,7 +112,7 @@ def test_log_prob_has_gradients_and_empty_mask_raises():
     with pytest.raises(ValueError, match="no allowed move"):
         pol(obs)
     pol.reset_parameters()
-    assert DACTPolicy.build("vrptw", pe="none").encoder.in_channels == 9
+    assert DACTPolicy.build("vrptw", pe="none").encoder.in_channels == 10
     with pytest.raises(UnsupportedProblemError,
                        match="the two_opt environment supports tsp, cvrp, vrptw, pdtsp, "
                              "not 'pcvrp'"):

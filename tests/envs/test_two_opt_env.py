@@ -197,8 +197,7 @@ def test_node_features_and_loads():
     state = reset(inst, "random", generator=torch.Generator().manual_seed(0))
     feat = node_features(state)
     k = state.num_depots
-    assert feat.shape == (3, state.num_nodes, 6)
-    assert torch.equal(feat[..., 5], state.depot_mask.float())
+    assert feat.shape == (3, state.num_nodes, 7)
     torch.testing.assert_close(feat[..., :2], state.pos)
     ridx, upto, after = route_loads(state)
     for b, routes in enumerate(to_routes(state, best=False)):
@@ -211,7 +210,7 @@ def test_node_features_and_loads():
             assert float(upto[b, nodes[0]]) == float(inst.demand[b, route[0]])
     assert float(upto[:, :k].abs().sum()) == 0.0
     tsp = reset(TSPGenerator(10, seed=0).sample(2))
-    assert node_features(tsp).shape == (2, 10, 6)
+    assert node_features(tsp).shape == (2, 10, 2)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -261,7 +260,7 @@ def test_vrptw_mask_is_exact_and_walk_stays_feasible(seed):
         state, reward = step(state, random_action(state, generator=gen))
         assert bool((reward >= 0).all())
         _check_state(state, inst)
-    assert node_features(state).shape == (2, state.num_nodes, 9)
+    assert node_features(state).shape == (2, state.num_nodes, 10)
 
 
 @pytest.mark.parametrize("n,rate,copies", [(20, 0.5, 10), (50, 0.4, 20), (100, 0.2, 20)])

@@ -68,7 +68,7 @@ def test_gps_only_settings_are_refused_for_nds_own_encoder():
         N2SPolicy.build("pdtsp", encoder="gin")
 
 
-def test_the_cli_takes_encoder_for_n2s_and_nds_and_refuses_it_for_dact(tmp_path, capsys):
+def test_the_cli_takes_encoder_for_every_backbone(tmp_path, capsys):
     common = ["--trainer.accelerator", "cpu", "--no-progress", "--train.epochs", "1",
               "--train.batches-per-epoch", "1", "--train.batch-size", "2",
               "--validate.instances", "2", "--out", str(tmp_path)]
@@ -76,6 +76,10 @@ def test_the_cli_takes_encoder_for_n2s_and_nds_and_refuses_it_for_dact(tmp_path,
                 "--model.encoder", "gps", "--model.local-mp", "undirected", "--model.dim",
                 "16", "--encoding.dim", "8", "--train.t-train", "2", "--train.n-step", "2",
                 "--validate.steps", "2", *common]) == 0
+    assert cli(["train", "--backbone", "dact", "--model.encoder", "native",
+                "--model.compiled", "true", *common]) == 2
+    assert ("--model.compiled is an option of the gps encoder; --model.encoder native has no "
+            "such setting") in capsys.readouterr().err
     assert cli(["train", "--backbone", "nds", "--model.local-mp", "none", *common]) == 2
     assert ("--model.local_mp is an option of the gps encoder; --model.encoder native has no "
             "such setting") in capsys.readouterr().err

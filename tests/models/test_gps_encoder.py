@@ -110,8 +110,9 @@ def test_zero_pe_init_starts_every_encoding_from_the_no_pe_model(pe):
         if key != "encoder.input.0.weight":
             assert torch.equal(got[key], value), key
     first = got["encoder.input.0.weight"]
-    torch.testing.assert_close(first[:, :6], ref["encoder.input.0.weight"], rtol=0, atol=0)
-    assert (first[:, 6:] == 0).all()
+    width = model.encoder.in_channels
+    torch.testing.assert_close(first[:, :width], ref["encoder.input.0.weight"], rtol=0, atol=0)
+    assert (first[:, width:] == 0).all()
     if model.encoder.kind != "node":
         return
     batch = Batch.from_data_list(_datas())
@@ -271,7 +272,7 @@ def test_search_path_gather_equals_the_gin_scatter_values_and_gradients(local_mp
 
     def run(**kw):
         torch.manual_seed(0)
-        enc = GPSEncoder(6, 32, 4, 2, pe="none", local_mp=local_mp)
+        enc = GPSEncoder(x.size(-1), 32, 4, 2, pe="none", local_mp=local_mp)
         out = enc.forward_dense(x, arcs, **kw)
         out.square().sum().backward()
         return out, [p.grad for p in enc.parameters() if p.grad is not None]

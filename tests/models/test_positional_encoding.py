@@ -11,7 +11,7 @@ from pyg_routing.models.pe import PositionalEncoding
 
 NAMES = list(encodings.available())
 ENCODERS = {
-    "gps": lambda pe: GPSEncoder(in_channels=6, dim=32, heads=4, num_layers=1, pe=pe,
+    "gps": lambda pe: GPSEncoder(in_channels=7, dim=32, heads=4, num_layers=1, pe=pe,
                                  pe_dim=16),
     "n2s": lambda pe: N2SEncoder(in_channels=2, dim=32, heads=4, num_layers=1, pe=pe,
                                  pe_dim=16),

@@ -50,7 +50,8 @@ def _dact_observation(b=6, n=12, seed=0):
 def test_gps_encoder_slices_equal_the_whole_batch(monkeypatch, local_mp):
     obs = _dact_observation()
     torch.manual_seed(0)
-    enc = GPSEncoder(6, 32, 4, 2, pe="ipexpe", pe_dim=8, local_mp=local_mp).eval()
+    enc = GPSEncoder(TwoOptEnv.feature_width("cvrp"), 32, 4, 2, pe="ipexpe", pe_dim=8,
+                     local_mp=local_mp).eval()
     with torch.no_grad():
         whole = enc.forward_observation(obs)
         monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 300)
@@ -68,7 +69,7 @@ def test_pair_decoder_select_in_slices_draws_the_whole_batch_moves(tiny_slices, 
     mask = torch.rand(7, 9, 9) < 0.4
     mask[:, 0, 1] = True
     for seed in range(5):
-        whole = dec._pick(dec._flat_logits(h, mask), greedy,
+        whole = dec._pick(dec._flat_logits(h, mask, None), greedy,
                           torch.Generator().manual_seed(seed))
         with torch.no_grad():
             moves = dec.select(h, mask, greedy, torch.Generator().manual_seed(seed))
@@ -95,7 +96,7 @@ def test_dact_policy_act_in_slices_equals_one_pass(monkeypatch):
     policy = DACTPolicy.build("cvrp", pe="ipexpe", dim=16, heads=4, num_layers=2).eval()
     with torch.no_grad():
         h = policy.embed(obs)
-        whole = policy.decoder._pick(policy.decoder._flat_logits(h, obs.mask), False,
+        whole = policy.decoder._pick(policy.decoder._flat_logits(h, obs.mask, None), False,
                                      torch.Generator().manual_seed(3))
         monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 500)
         moves = policy.act(obs, generator=torch.Generator().manual_seed(3))

@@ -91,7 +91,8 @@ def test_pe_init_reaches_the_checkpoint(tmp_path):
     """--model.pe_init default is recorded and reloads with the trained weights."""
     from pyg_routing.training import load_policy
 
-    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--model.pe_init", "default",
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--model.encoder", "gps",
+                 "--model.pe_init", "default",
                  "--out", str(tmp_path / "default"), *TINY]) == 0
     (ckpt,) = Path(tmp_path / "default").rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="cvrp", expect_pe="ipe")
@@ -106,7 +107,8 @@ def test_pe_init_option_takes_a_number_and_refuses_a_bad_one_by_name(tmp_path, c
     from pyg_routing.commands.grammar import normalize
 
     for command, module in (("train", train), ("compare", compare)):
-        config = module.parse(normalize(["--pe", "none", "--model.pe-init", "0.25"])).config
+        config = module.parse(normalize(["--pe", "none", "--model.encoder", "gps",
+                                                "--model.pe-init", "0.25"])).config
         assert config.model.pe_init == 0.25
         assert module.parse(normalize(["--pe", "none"])).config.model.pe_init == "zero"
         code, _, err = run(capsys, command, "--model.pe_init", "-1", "--out", str(tmp_path))
@@ -235,7 +237,8 @@ def test_ipe_direction_reaches_the_code_and_a_resume_must_keep_it(tmp_path, caps
 def test_train_a_plain_transformer_encoder_round_trips_through_the_checkpoint(tmp_path):
     from pyg_routing.training import load_policy
 
-    assert main(["train", "--problem", "tsp", "--pe", "ipexpe", "--model.local_mp", "none",
+    assert main(["train", "--problem", "tsp", "--pe", "ipexpe", "--model.encoder", "gps",
+                 "--model.local_mp", "none",
                  "--out", str(tmp_path), *TINY]) == 0
     (ckpt,) = Path(tmp_path).rglob("last.ckpt")
     policy = load_policy(ckpt, expect_problem="tsp", expect_pe="ipexpe")
@@ -250,20 +253,22 @@ def test_local_mp_reaches_the_checkpoint_and_a_resume_must_keep_it(tmp_path, cap
     by name."""
     from pyg_routing.training import load_policy
 
-    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--model.local_mp", "undirected",
+    assert main(["train", "--problem", "cvrp", "--pe", "ipe", "--model.encoder", "gps",
+                 "--model.local_mp", "undirected",
                  "--out", str(tmp_path / "u"), *TINY]) == 0
     (ckpt,) = Path(tmp_path / "u").rglob("last.ckpt")
     policy = load_policy(ckpt)
     assert policy.encoder.local_mp == "undirected"
     assert "local_mp='undirected'" in repr(policy.encoder)
     assert not any("local_rev" in k for k in _weights(ckpt))
-    code = main(["train", "--problem", "cvrp", "--pe", "ipe", "--resume", str(ckpt),
-                 "--out", str(tmp_path / "r"), *TINY])
+    code = main(["train", "--problem", "cvrp", "--pe", "ipe", "--model.encoder", "gps",
+                 "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])
     err = capsys.readouterr().err
     assert code == 2 and f"cannot resume {ckpt}" in err
     assert "model.local_mp='undirected' (this run: 'directed')" in err
     assert not (tmp_path / "r").exists()          # refused before anything is written
-    code = main(["train", "--problem", "cvrp", "--pe", "none", "--model.local_mp",
+    code = main(["train", "--problem", "cvrp", "--pe", "none", "--model.encoder", "gps",
+                 "--model.local_mp",
                  "undirected", "--resume", str(ckpt), "--out", str(tmp_path / "r"), *TINY])
     assert code == 2 and "pe='ipe' (this run: 'none')" in capsys.readouterr().err
     assert main(["train", "--model.local_mp", "both", *TINY]) == 2
@@ -290,3 +295,24 @@ def test_train_resume_continues_like_an_uninterrupted_run(checkpoint, tmp_path):
     assert a.keys() == b.keys()
     for key in a:
         assert torch.equal(a[key], b[key]), key
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--backbone", "dact", "--pe", "dact_cpe", "--encoding.cpe_scope", "ring"],
+     "--encoding.cpe_scope must be one of route, tour, null; got 'ring'"),
+    (["--backbone", "dact", "--train.curriculum", "linear"],
+     "--train.curriculum must be one of floor, sigmoid; got 'linear'"),
+    (["--backbone", "dact", "--train.grad_clip", "layer"],
+     "--train.grad_clip must be one of joint, per_group; got 'layer'"),
+    (["--backbone", "dact", "--pe", "ipexpe", "--encoding.cpe_scope", "tour"],
+     "--encoding.cpe_scope is an option of the dact_cpe encodings; --pe ipexpe has none"),
+    (["--backbone", "n2s", "--encoding.cpe_scope", "tour"],
+     "--encoding.cpe_scope is an option of the dact backbone; the n2s backbone has no such"),
+    (["--backbone", "dact", "--train.xi_cl", "-1"], "--train.xi_cl must be >= 0, got -1"),
+])
+def test_dact_training_rules_refuse_bad_values_in_one_line(argv, message, tmp_path, capsys):
+    """DACT's rules (issue 38) refused by name, in the configuration's own words, before
+    anything is written."""
+    code, _, err = run(capsys, "train", *argv, "--out", str(tmp_path / "r"))
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "r").exists()

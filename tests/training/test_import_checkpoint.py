@@ -1,4 +1,5 @@
-"""Importing the original NDS and N2S checkpoints (pyg_routing.training.import_checkpoint).
+"""Importing the original NDS and N2S checkpoints (pyg_routing.training.import_checkpoint;
+DACT's: test_import_dact.py).
 
 The released files are not available offline, so each test writes a checkpoint in the
 original's format: a state dict with the original code's key names and shapes
@@ -85,13 +86,12 @@ def n2s_pattern(n: int, dim: int) -> torch.Tensor:
     """N2S's cyclic positional pattern ``[n, dim]`` (EmbeddingNet), restated."""
     half = dim // 2
     periods = np.linspace(n ** (1 / half), n, half, dtype="int")
-    rows = np.linspace(0, 1, n, endpoint=False)
     out = np.zeros((n, dim))
     for c in range(dim):
         t = periods[c // 3 * 3 + 1] if c // 3 * 3 + 1 < half else periods[-1]
         phase = 0 if c <= half else 2 * np.pi * (half - c) / half
         grid = np.arange(0, np.ceil(n / t) * t, 0.01)
-        x = grid[(rows * len(grid)).astype(int)]
+        x = grid[np.linspace(0, len(grid), n, dtype="int", endpoint=False)]
         wave = 2 * np.pi / t * np.abs(np.mod(x, 2 * t) - t) + phase
         out[:, c] = np.cos(wave) if c % 2 else np.sin(wave)
     pooled = sum(np.roll(out, -s, axis=0) for s in (-2, -1, 0, 1, 2)) / 5
@@ -479,8 +479,8 @@ def test_bad_input_is_one_line_naming_the_file_and_key(tmp_path, capsys):
         import_n2s({"actor": actor, "critic": state["critic"]}, num_customers=6)
     with pytest.raises(CorruptFileError, match="not an NDS checkpoint .no 'model_state_dict'"):
         import_nds(state, name="x.pt")
-    with pytest.raises(ValueError, match="unknown original 'dact'"):
-        import_original("dact", tmp_path / "x.pt")
+    with pytest.raises(ValueError, match="unknown original 'lkh'"):
+        import_original("lkh", tmp_path / "x.pt")
     ours = tmp_path / "ours.ckpt"
     torch.save({"state_dict": {}, "hyper_parameters": {"backbone": "n2s"}}, ours)
     code, _, err = run_cli(capsys, "import-checkpoint", "--from", "n2s", str(ours), "--out",
@@ -489,9 +489,9 @@ def test_bad_input_is_one_line_naming_the_file_and_key(tmp_path, capsys):
     code, _, err = run_cli(capsys, "import-checkpoint", "--from", "n2s", str(ours), "--out",
                            str(tmp_path / "o.ckpt"))
     assert code == 2 and "--num_customers" in err
-    code, _, err = run_cli(capsys, "import-checkpoint", "--from", "dact", str(ours), "--out",
+    code, _, err = run_cli(capsys, "import-checkpoint", "--from", "lkh", str(ours), "--out",
                            str(tmp_path / "o.ckpt"))
-    assert code == 2 and "invalid choice: 'dact'" in err and err.count("\n") == 1
+    assert code == 2 and "invalid choice: 'lkh'" in err and err.count("\n") == 1
     code, _, err = run_cli(capsys, "import-checkpoint", "--from", "nds", str(tmp_path / "no.pt"),
                            "--out", str(tmp_path / "o.ckpt"))
     assert code == 2 and "no.pt" in err and not (tmp_path / "o.ckpt").exists()

@@ -26,6 +26,7 @@ different scale at test time than the policy learnt, so we keep one window.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -231,6 +232,12 @@ class PairReinsertionEnv(ImprovementEnv):
         """One route per instance in the instances' own node ids (depot omitted)."""
         order = state.best_order if best else state.order
         return [[row[1:]] for row in state.node_ids.gather(1, order).tolist()]
+
+    def rebuild_solution(self, state: PairReinsertionState) -> PairReinsertionState:
+        """Successors and positions of the (replaced) ``order``; no tabu pair."""
+        return replace(state, succ=succ_from_order(state.order),
+                       rank=rank_from_order(state.order),
+                       last_pair=torch.full_like(state.last_pair, -1))
 
     def solution_cost(self, state: PairReinsertionState, pos: Tensor, best: bool) -> Tensor:
         # Explicit costs do not move with augmented coordinates: they are the matrix's.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import ClassVar
 
 import torch
@@ -11,8 +12,9 @@ from torch import Tensor
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import ImprovementEnv, Observation
-from pyg_routing.envs.tours import cycle_cost
+from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
 from pyg_routing.envs.two_opt import moves
+from pyg_routing.envs.two_opt.features import FEATURE_WIDTHS
 from pyg_routing.envs.two_opt.observation import observe
 from pyg_routing.envs.two_opt.state import TwoOptState
 
@@ -35,10 +37,11 @@ class TwoOptEnv(ImprovementEnv):
     """
 
     name: ClassVar[str] = "two_opt"
-    #: ``x, y, demand, upto, after, is_depot``; VRPTW adds ``e, l, s``; PDTSP: ``x, y,
-    #: role, load, partner x, partner y, is_depot`` (:func:`.moves.node_features`)
-    feature_widths: ClassVar[dict[Problem, int]] = {
-        Problem.TSP: 6, Problem.CVRP: 6, Problem.VRPTW: 9, Problem.PDTSP: 7}
+    #: TSP ``x, y``; CVRP VRP-DACT's seven (``x, y``, the arc lengths to the predecessor
+    #: and the successor, the loads before, at and after the node); VRPTW adds ``e, l,
+    #: s``; PDTSP: ``x, y, role, load, partner x, partner y, is_depot`` and the two arc
+    #: lengths (:func:`.features.node_features`)
+    feature_widths: ClassVar[dict[Problem, int]] = dict(FEATURE_WIDTHS)
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = moves.INITS
     cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean", "explicit", "open")
@@ -79,6 +82,12 @@ class TwoOptEnv(ImprovementEnv):
 
     def to_routes(self, state: TwoOptState, best: bool = True) -> list[list[list[int]]]:
         return moves.to_routes(state, best)
+
+    def rebuild_solution(self, state: TwoOptState) -> TwoOptState:
+        """Successors and positions of the (replaced) ``order``; no undo to forbid."""
+        return replace(state, succ=succ_from_order(state.order),
+                       rank=rank_from_order(state.order),
+                       last_action=torch.full_like(state.last_action, -1))
 
     def solution_cost(self, state: TwoOptState, pos: Tensor, best: bool) -> Tensor:
         # Explicit costs do not move with augmented coordinates: they are the matrix's.

@@ -42,14 +42,15 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.envs.observation import tour_route_quantities
 from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
-from pyg_routing.envs.two_opt.precedence import pdtsp_features, precedence_mask
+from pyg_routing.envs.two_opt.first_fit import first_fit_order
+from pyg_routing.envs.two_opt.precedence import precedence_mask
 from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
 from pyg_routing.envs.two_opt.time_windows import two_opt_time_window_mask
 from pyg_routing.functional.chunks import batch_slices, chunk_budget, instances_per_chunk
 from pyg_routing.functional.pickup_delivery import random_feasible_orders
 from pyg_routing.functional.route_pe import ipexpe
 
-INITS = ("sweep", "nearest_neighbor", "random")
+INITS = ("sweep", "nearest_neighbor", "random", "first_fit")
 
 
 # ------------------------------------------------------------------------ reset
@@ -60,16 +61,17 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
     Args:
         instances: TSP, CVRP, VRPTW or PDTSP instances.
         init: ``"sweep"`` (CVRP only; the others use nearest neighbour),
-            ``"nearest_neighbor"`` or ``"random"`` (random customer order, cut
-            greedily by capacity; PDTSP: a uniformly random feasible tour).
+            ``"nearest_neighbor"``, ``"random"`` (random customer order, cut
+            greedily by capacity; PDTSP: a uniformly random feasible tour) or
+            ``"first_fit"`` (TSP, CVRP: VRP-DACT's start, :mod:`.first_fit`).
         num_depots: ``K``; default see the module docstring.
         extra_depots: spare route slots above the capacity lower bound (CVRP).
         generator: RNG of ``init="random"``.
 
     Raises:
         NotImplementedError: problems other than TSP, CVRP, VRPTW and PDTSP.
-        ValueError: unknown ``init``, ``init="random"`` for VRPTW, or
-            ``num_depots`` below the initial routes.
+        ValueError: unknown ``init``, ``init="random"`` for VRPTW, ``"first_fit"`` for
+            VRPTW or PDTSP, or ``num_depots`` below the initial routes.
     """
     from pyg_routing.data.solvers.constructive import nearest_neighbor, sweep
 
@@ -81,6 +83,10 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
         raise ValueError(f"unknown init {init!r}; choose from {INITS}")
     if init == "random" and prob is Problem.VRPTW:
         raise ValueError("init='random' would violate time windows; use 'nearest_neighbor'")
+    if init == "first_fit" and prob in (Problem.VRPTW, Problem.PDTSP):
+        raise ValueError(f"init='first_fit' (customers in index order, cut by capacity) "
+                         f"would violate the {prob.value} constraints; use "
+                         f"'nearest_neighbor' or 'random'")
     b, n = instances.pos.shape[:2]
     dev = instances.device
     single = prob.single_route
@@ -100,6 +106,8 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
         order, routes = label[random_feasible_orders(b, pairs.size(2), generator, dev)], 1
     elif init == "random":
         order, routes = _random_order(demand, cap, generator)
+    elif init == "first_fit":
+        order, routes = first_fit_order(demand, cap)
     else:
         # sweep is CVRP-only; TSP and VRPTW start from nearest neighbour instead.
         tours = sweep(instances) if init == "sweep" and prob is Problem.CVRP \
@@ -418,30 +426,7 @@ def random_action(state: TwoOptState, mask: Tensor | None = None,
     return torch.stack([flat // m, flat % m], 1)
 
 
-# ------------------------------------------------------------------- features
-def node_features(state: TwoOptState) -> Tensor:
-    """DACT-style node features ``[B, M, 6]``: ``x, y, demand / C, upto / C,
-    after / C, is_depot`` (load columns are the route-load features of DACT's
-    CVRP; all demand/load columns are 0 for TSP). VRPTW appends ``e, l, s``
-    divided by the depot's closing time: ``[B, M, 9]``. PDTSP:
-    :func:`.precedence.pdtsp_features`, ``[B, M, 7]``."""
-    if state.problem is Problem.PDTSP:
-        return pdtsp_features(state)
-    dep = state.depot_mask.to(state.pos.dtype).unsqueeze(-1)
-    if state.problem is Problem.TSP:
-        zeros = state.pos.new_zeros(*state.order.shape, 3)
-        return torch.cat([state.pos, zeros, dep], -1)
-    _, upto, after = route_loads(state)
-    cap = state.capacity.double().unsqueeze(1)
-    loads = torch.stack([state.demand.double() / cap, upto / cap, after / cap], -1)
-    feat = [state.pos, loads.to(state.pos.dtype), dep]
-    if state.problem is Problem.VRPTW:
-        # Window start, end and service time, scaled by the depot's closing time.
-        horizon = state.time_window[:, :1, 1:].clamp(min=1e-9)
-        feat += [state.time_window / horizon, (state.service_time.unsqueeze(-1) / horizon)]
-    return torch.cat(feat, -1)
-
-
+# ------------------------------------------------------------------- encodings
 def route_quantities(state: TwoOptState) -> RouteQuantities:
     """Route quantities of the current solutions, flat ``[B * M]`` (node ``b * M + v``;
     see :func:`pyg_routing.envs.observation.tour_route_quantities`)."""

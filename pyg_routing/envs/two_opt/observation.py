@@ -14,7 +14,8 @@ import torch
 from pyg_routing.data.route_quantities import edge_index_from_successors
 from pyg_routing.envs.base import Observation
 from pyg_routing.envs.observation import tour_encoding_inputs, tour_route_quantities
-from pyg_routing.envs.two_opt.moves import action_mask, node_features
+from pyg_routing.envs.two_opt.features import node_features
+from pyg_routing.envs.two_opt.moves import action_mask
 from pyg_routing.envs.two_opt.state import TwoOptState
 
 

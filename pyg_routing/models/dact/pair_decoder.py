@@ -24,7 +24,63 @@ from pyg_routing.models.dact.pair_scores import (
 from pyg_routing.models.sampling import sample_categorical, uniforms
 
 
-class PairDecoder(nn.Module):
+class MoveDecoder(nn.Module):
+    """What a 2-opt move decoder shares: its ``forward(h, mask, succ)`` gives masked
+    logits ``[B, M, M]`` over the moves ``(i, j)`` of the 2-opt environment (``-inf``
+    where not allowed); sampling, argmax and scoring given moves are written here once.
+    """
+
+    def act(self, h: Tensor, mask: Tensor, action: Tensor | None = None,
+            greedy: bool = False, generator: torch.Generator | None = None,
+            succ: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Pick (sample, or ``greedy``: argmax) or score a given move ``action [B, 2]``.
+
+        The distribution is built on float32 logits; sampling draws from
+        ``generator`` (default: the global RNG) with :func:`sample_categorical`,
+        exactly as :meth:`select` does.
+
+        Returns ``action [B, 2]`` (node indices ``i, j``), its ``log_prob [B]`` and
+        the policy ``entropy [B]``. ``succ [B, M]``: the solutions' successors (read
+        by decoders that score in another parametrisation). Raises ``ValueError``
+        when an instance has no allowed move at all.
+        """
+        logits = self._flat_logits(h, mask, succ)                    # [B, M*M]
+        m = h.size(1)
+        if action is not None:
+            flat = action[:, 0] * m + action[:, 1]
+        else:
+            flat = self._pick(logits, greedy, generator)
+        dist = Categorical(logits=logits)
+        return torch.stack([flat // m, flat % m], dim=-1), dist.log_prob(flat), dist.entropy()
+
+    def select(self, h: Tensor, mask: Tensor, greedy: bool = False,
+               generator: torch.Generator | None = None,
+               succ: Tensor | None = None) -> Tensor:
+        """Only the move ``[B, 2]`` of :meth:`act` (same draw for the same
+        ``generator`` state), without log-probability and entropy: the search path."""
+        m = h.size(1)
+        flat = self._pick(self._flat_logits(h, mask, succ), greedy, generator)
+        return torch.stack([flat // m, flat % m], dim=-1)
+
+    def _flat_logits(self, h: Tensor, mask: Tensor, succ: Tensor | None) -> Tensor:
+        self._check_allowed(mask)
+        return self(h, mask, succ).flatten(1).float()
+
+    @staticmethod
+    def _check_allowed(mask: Tensor) -> None:
+        allowed = mask.flatten(1).any(1)
+        if not bool(allowed.all()):
+            stuck = torch.nonzero(~allowed).flatten()[:5].tolist()
+            raise ValueError(f"no allowed move for instance(s) {stuck}")
+
+    @staticmethod
+    def _pick(logits: Tensor, greedy: bool, generator: torch.Generator | None) -> Tensor:
+        if greedy:
+            return logits.argmax(-1)
+        return sample_categorical(torch.softmax(logits, -1), generator)
+
+
+class PairDecoder(MoveDecoder):
     r"""Scores every node pair ``(i, j)`` as a move and samples one (Ma et al. 2021).
 
     Multi-head compatibilities ``q_i · k_j / sqrt(d)`` (``[B, H, M, M]``) are mixed
@@ -62,7 +118,7 @@ class PairDecoder(nn.Module):
             if isinstance(m, nn.Linear):
                 m.reset_parameters()
 
-    def forward(self, h: Tensor, mask: Tensor) -> Tensor:
+    def forward(self, h: Tensor, mask: Tensor, succ: Tensor | None = None) -> Tensor:
         q, k = self._queries_keys(h)
         return self._masked_scores(q, k, mask)
 
@@ -85,30 +141,9 @@ class PairDecoder(nn.Module):
         # the search's slices use the branch-free gate instead (mask_logits_).
         return torch.where(mask, logits, float("-inf"))
 
-    def act(self, h: Tensor, mask: Tensor, action: Tensor | None = None,
-            greedy: bool = False, generator: torch.Generator | None = None
-            ) -> tuple[Tensor, Tensor, Tensor]:
-        """Pick (sample, or ``greedy``: argmax) or score a given move ``action [B, 2]``.
-
-        The distribution is built on float32 logits; sampling draws from
-        ``generator`` (default: the global RNG) with :func:`sample_categorical`,
-        exactly as :meth:`select` does.
-
-        Returns ``action [B, 2]`` (node indices ``i, j``), its ``log_prob [B]`` and
-        the policy ``entropy [B]``. Raises ``ValueError`` when an instance has no
-        allowed move at all.
-        """
-        logits = self._flat_logits(h, mask)                          # [B, M*M]
-        m = h.size(1)
-        if action is not None:
-            flat = action[:, 0] * m + action[:, 1]
-        else:
-            flat = self._pick(logits, greedy, generator)
-        dist = Categorical(logits=logits)
-        return torch.stack([flat // m, flat % m], dim=-1), dist.log_prob(flat), dist.entropy()
-
     def select(self, h: Tensor, mask: Tensor, greedy: bool = False,
-               generator: torch.Generator | None = None) -> Tensor:
+               generator: torch.Generator | None = None,
+               succ: Tensor | None = None) -> Tensor:
         """Only the move ``[B, 2]`` of :meth:`act` (same draw for the same
         ``generator`` state), without log-probability and entropy: the search path.
 
@@ -121,7 +156,7 @@ class PairDecoder(nn.Module):
         uniform; see ``functional/chunks.py``)."""
         b, m, _ = h.shape
         if needs_grad(self, h):
-            flat = self._pick(self._flat_logits(h, mask), greedy, generator)
+            flat = self._pick(self._flat_logits(h, mask, succ), greedy, generator)
         else:
             flat, picked = self.select_slices(h, mask, None if greedy else
                                               uniforms(b, generator, h.device))
@@ -168,23 +203,6 @@ class PairDecoder(nn.Module):
         one, a row with one never does (zero probabilities are never drawn)."""
         if bool((picked == float("-inf")).any()):
             self._check_allowed(mask)
-
-    @staticmethod
-    def _check_allowed(mask: Tensor) -> None:
-        allowed = mask.flatten(1).any(1)
-        if not bool(allowed.all()):
-            stuck = torch.nonzero(~allowed).flatten()[:5].tolist()
-            raise ValueError(f"no allowed move for instance(s) {stuck}")
-
-    def _flat_logits(self, h: Tensor, mask: Tensor) -> Tensor:
-        self._check_allowed(mask)
-        return self(h, mask).flatten(1).float()
-
-    @staticmethod
-    def _pick(logits: Tensor, greedy: bool, generator: torch.Generator | None) -> Tensor:
-        if greedy:
-            return logits.argmax(-1)
-        return sample_categorical(torch.softmax(logits, -1), generator)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, clip={self.clip}"

@@ -1,6 +1,8 @@
-"""``DACTPolicy``: GPS encoder + pair decoder + critic for 2-opt improvement.
+"""``DACTPolicy``: the 2-opt actor-critic, with DACT's own network (``encoder="native"``:
+dual-aspect encoder, MHC decoder, one-layer attention critic) or ours (``"gps"``: the
+GPS encoder, the pair decoder and a pooled value head).
 
-The policy takes the dense fields of an observation (``x, edge_index, pe,
+The policy takes the dense fields of an observation (``x, edge_index, succ, pe,
 route_pos, route_id, mask, extra``; see :class:`pyg_routing.envs.Observation`) by duck
 typing; its input width is the 2-opt environment's (``TwoOptEnv.feature_width``).
 """
@@ -10,20 +12,26 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.two_opt.env import TwoOptEnv
 from pyg_routing.functional.chunks import batch_slices, needs_grad
-from pyg_routing.models.dact.pair_decoder import PairDecoder, ValueHead
-from pyg_routing.models.gps_encoder import GPSEncoder, slice_inputs
+from pyg_routing.models.dact.dual_aspect import DualAspectEncoder
+from pyg_routing.models.dact.mhc import DACTCritic, MHCDecoder
+from pyg_routing.models.dact.pair_decoder import MoveDecoder, PairDecoder, ValueHead
+from pyg_routing.models.gps_encoder import GPSEncoder, check_encoder, slice_inputs
 from pyg_routing.models.policy import ImprovementPolicy
 from pyg_routing.models.sampling import uniforms
+
+#: options of ``build`` that only the GPS network takes
+GPS_ONLY = ("compiled", "local_mp", "pe_init")
 
 
 class ObservationLike(Protocol):
     """The fields :meth:`DACTPolicy.forward` reads (shapes as in ``Observation``);
-    ``succ`` may be ``None`` or absent (the encoder then scatters over ``edge_index``)."""
+    ``succ`` may be ``None`` or absent for the GPS network (its encoder then scatters
+    over ``edge_index``); DACT's own decoder needs it."""
 
     x: Tensor
     edge_index: Tensor
@@ -36,51 +44,62 @@ class ObservationLike(Protocol):
 
 
 class DACTPolicy(ImprovementPolicy):
-    r"""Actor-critic for DACT-style 2-opt improvement with any encoding.
+    r"""Actor-critic for 2-opt improvement with any encoding.
 
-    ``h = GPSEncoder.forward_dense(x, edge_index, pe, route_pos, route_id, succ=succ)``
-    (``[B, M, dim]``); the :class:`PairDecoder` scores every move ``(i, j)``
-    (``[B, M, M]``, masked) and the :class:`ValueHead` (mean/max pooling plus the
-    ``extra = (cost, best_cost)`` features) gives ``V(s)``.
+    ``h = encoder(obs)``; the ``decoder`` (a :class:`MoveDecoder`) scores every move
+    ``(i, j)`` (``[B, M, M]``, masked) and the ``critic`` gives ``V(s)`` (it reads the
+    observation's ``extra = (cost, best_cost)`` when its ``extra`` says so).
 
     Args:
-        encoder: a :class:`GPSEncoder` (its ``in_channels`` must match ``x``).
-        decoder_heads: compatibility heads of the pair decoder.
-        critic_hidden: hidden width of the value head.
-        clip: logit clipping of the pair decoder.
-        compiled: score move pairs with ``torch.compile`` (see :class:`PairDecoder`;
-            also settable later as ``policy.decoder.compiled``).
+        encoder: a :class:`GPSEncoder` or a :class:`DualAspectEncoder` (its
+            ``in_channels`` must match ``x``).
+        decoder: the move decoder (:class:`PairDecoder` or :class:`MHCDecoder`).
+        critic: :class:`ValueHead` or :class:`DACTCritic`.
         problem: the problem the policy is for (``None``: not recorded); the
             search refuses instances of another problem.
     """
 
-    def __init__(self, encoder: GPSEncoder, decoder_heads: int = 4, critic_hidden: int = 64,
-                 clip: float = 6.0, compiled: bool = False,
+    def __init__(self, encoder: nn.Module, decoder: MoveDecoder, critic: nn.Module,
                  problem: str | Problem | None = None) -> None:
         super().__init__()
         self.problem = None if problem is None else Problem.parse(problem).value
-        self.encoder = encoder
-        self.decoder = PairDecoder(encoder.dim, heads=decoder_heads, clip=clip,
-                                   compiled=compiled)
-        self.critic = ValueHead(encoder.dim, extra=2, hidden=critic_hidden)
+        self.encoder, self.decoder, self.critic = encoder, decoder, critic
 
     @classmethod
     def build(cls, problem: Any = "cvrp", pe: str = "ipexpe", dim: int = 64, heads: int = 4,
               num_layers: int = 3, pe_dim: int = 32, num_bands: int = 4,
-              compiled: bool = False, **encoder_kwargs: Any) -> DACTPolicy:
+              compiled: bool = False, encoder: str = "gps", critic_heads: int = 6,
+              **encoder_kwargs: Any) -> DACTPolicy:
         """A policy for ``problem`` (a name or a ``Problem`` of the 2-opt environment,
-        whose feature width the encoder reads) with encoding ``pe``; ``heads`` is used
-        by the encoder and the decoder. Extra keyword arguments go to
-        :class:`GPSEncoder`.
+        whose feature width the encoder reads) with encoding ``pe``.
+
+        ``encoder="native"``: DACT's network (:class:`DualAspectEncoder` of two aspects of
+        width ``dim``, :class:`MHCDecoder`, :class:`DACTCritic` with ``critic_heads`` on
+        the ``2 dim`` concatenated aspects; ``heads`` in the encoder and the decoder).
+        ``encoder="gps"``: :class:`GPSEncoder` (width ``dim``), :class:`PairDecoder`
+        (``compiled``: ``torch.compile`` pair scores), :class:`ValueHead`. Extra keyword
+        arguments go to the encoder.
 
         Raises:
             UnsupportedProblemError: a problem the 2-opt environment does not support.
+            ValueError: an unknown ``encoder``, or a GPS-only option with ``"native"``.
         """
         key = TwoOptEnv.check_problem(problem).value
-        enc = GPSEncoder(in_channels=TwoOptEnv.feature_width(key), dim=dim, heads=heads,
-                         num_layers=num_layers, pe=pe, pe_dim=pe_dim, num_bands=num_bands,
-                         **encoder_kwargs)
-        return cls(enc, decoder_heads=heads, compiled=compiled, problem=key)
+        width = TwoOptEnv.feature_width(key)
+        if check_encoder(encoder) == "native":
+            given = [name for name in GPS_ONLY if name in encoder_kwargs] \
+                + (["compiled"] if compiled else [])
+            if given:
+                raise ValueError(f"{given[0]!r} is an option of the GPS network "
+                                 f"(encoder='gps'); DACT's own network has no such setting")
+            enc = DualAspectEncoder(width, dim=dim, heads=heads, num_layers=num_layers, pe=pe,
+                                    pe_dim=pe_dim, num_bands=num_bands, **encoder_kwargs)
+            return cls(enc, MHCDecoder(dim, heads), DACTCritic(enc.out_dim, critic_heads),
+                       problem=key)
+        gps = GPSEncoder(in_channels=width, dim=dim, heads=heads, num_layers=num_layers,
+                         pe=pe, pe_dim=pe_dim, num_bands=num_bands, **encoder_kwargs)
+        return cls(gps, PairDecoder(dim, heads=heads, compiled=compiled),
+                   ValueHead(dim, extra=2, hidden=64), problem=key)
 
     def reset_parameters(self) -> None:
         self.encoder.reset_parameters()
@@ -95,30 +114,34 @@ class DACTPolicy(ImprovementPolicy):
         Raises:
             ValueError: an instance has no allowed move.
         """
-        return self.decoder.act(h, obs.mask, action, greedy, generator)
+        return self.decoder.act(h, obs.mask, action, greedy, generator,
+                                succ=getattr(obs, "succ", None))
 
     def critic_value(self, h: Tensor, obs: ObservationLike) -> Tensor:
-        return self.critic(h, extra=obs.extra.to(h.dtype))
+        if self.critic.extra:
+            return self.critic(h, extra=obs.extra.to(h.dtype))
+        return self.critic(h)
 
     def act(self, obs: ObservationLike, greedy: bool = False,
             generator: torch.Generator | None = None) -> Tensor:
         """Only the move ``[B, 2]`` (the draw :meth:`forward` makes for the same
         ``generator`` state), scored without log-probability and entropy.
 
-        Without gradients, encoder and decoder run slice by slice of the batch
-        (:mod:`~pyg_routing.functional.chunks`), so no ``[B, M, dim]`` embedding or
-        ``[B, M, M]`` score exists at once; the same moves (the pair MLP's one-column
-        output layer may differ in its last bit, see ``functional/chunks.py``). An
-        encoder without :meth:`GPSEncoder.slices_without_arcs` embeds the whole batch
-        and the decoder slices alone."""
+        With the GPS network and no gradients, encoder and decoder run slice by slice of
+        the batch (:mod:`~pyg_routing.functional.chunks`), so no ``[B, M, dim]``
+        embedding or ``[B, M, M]`` score exists at once; the same moves (the pair MLP's
+        one-column output layer may differ in its last bit, see
+        ``functional/chunks.py``). An encoder without
+        :meth:`GPSEncoder.slices_without_arcs` (DACT's own) embeds the whole batch."""
+        succ = getattr(obs, "succ", None)
         if not hasattr(self.encoder, "slices_without_arcs"):
-            return self.decoder.select(self.embed(obs), obs.mask, greedy, generator)
+            return self.decoder.select(self.embed(obs), obs.mask, greedy, generator, succ=succ)
         inputs = self.encoder.dense_inputs(obs)
         b, m = obs.x.shape[:2]
         per_chunk = self.encoder.slices_without_arcs(b, m, inputs)
         if per_chunk is None or needs_grad(self.decoder):
             return self.decoder.select(self.encoder.forward_dense(**inputs), obs.mask, greedy,
-                                       generator)
+                                       generator, succ=succ)
         u = None if greedy else uniforms(b, generator, obs.x.device)
         flat = torch.empty(b, dtype=torch.long, device=obs.x.device)
         picked = torch.empty(b, device=obs.x.device)

@@ -13,29 +13,13 @@ the zero half instead of multiplying it.
 
 from __future__ import annotations
 
-import math
-
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pyg_routing.models.attention import instance_norm
 from pyg_routing.models.pe.rope import RotaryPE
 
-
-def instance_norm(x: Tensor, eps: float = 1e-5) -> Tensor:
-    """N2S's normalisation: per instance over all nodes and channels, no affine
-    parameters (``x [B, M, D]``). Not ``nn.LayerNorm`` (per node) nor BatchNorm.
-
-    N2S divides by the UNBIASED deviation, ``(x - mean) / sqrt(var_u + eps)`` with
-    ``var_u = n / (n - 1) var`` over ``n = M D`` values; that is ``layer_norm`` over the
-    flattened instance with ``eps (n - 1) / n``, times ``sqrt((n - 1) / n)``: one fused
-    kernel instead of four passes over ``x``.
-    """
-    b, m, d = x.shape
-    n = m * d
-    ratio = (n - 1) / n
-    out = F.layer_norm(x.reshape(b, n), (n,), eps=eps * ratio)
-    return (out * math.sqrt(ratio)).view(b, m, d)
+__all__ = ["SynthesisAttentionLayer", "instance_norm"]
 
 
 class SynthesisAttentionLayer(nn.Module):

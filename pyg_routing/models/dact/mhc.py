@@ -1,0 +1,149 @@
+"""DACT's own decoder and critic (yining043/VRP-DACT, ``nets/graph_layers.py``
+``MultiHeadDecoder``, ``nets/critic_network.py``), reading both aspects of
+:class:`~pyg_routing.models.dact.dual_aspect.DualAspectEncoder`.
+
+DACT's pair ``(a, b)`` reverses the path from ``a`` to ``b`` along the solution: it
+removes the arcs ``pred(a) -> a`` and ``b -> succ(b)``. Our 2-opt environment's move
+``(i, j)`` removes ``i -> succ(i)`` and ``j -> succ(j)``. So the environment's ``(i, j)``
+is DACT's ``(succ(i), j)``, and :class:`MHCDecoder` gives the move ``(i, j)`` the score
+DACT gives ``(succ(i), j)`` (one row gather): an unordered move has its two ordered
+pairs, as in DACT, and an imported VRP-DACT model keeps its distribution over the moves
+that both allow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from pyg_routing.models.attention import instance_norm
+from pyg_routing.models.dact.dual_aspect import per_head, uniform_
+from pyg_routing.models.dact.pair_decoder import MoveDecoder
+
+
+def dact_mlp(inputs: int, hidden: int, embed: int, dropout: float) -> nn.Sequential:
+    """DACT's ``MLP``: ``inputs -> hidden -> embed -> 1`` (ReLU, dropout after the first
+    layer); every weight and bias drawn ``U(±1 / sqrt(size(-1)))`` as DACT does."""
+    mlp = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Dropout(dropout),
+                        nn.Linear(hidden, embed), nn.ReLU(), nn.Linear(embed, 1))
+    reset_dact_mlp(mlp)
+    return mlp
+
+
+def reset_dact_mlp(mlp: nn.Sequential) -> None:
+    for param in mlp.parameters():
+        uniform_(param)
+
+
+class MHCDecoder(MoveDecoder):
+    r"""DACT's decoder: per aspect a max-pooling refinement ``x W_node + max_i(x_i)
+    W_graph``, multi-head compatibilities ``q_a · k_b / sqrt(D)`` in each (``H`` heads of
+    full width ``D``; positional heads first, as DACT stacks them), a feed-forward
+    aggregation ``2H -> 32 -> 32 -> 1`` over the ``2H`` channels of every pair, and
+    ``clip · tanh`` (DACT's ``v_range``). Rows are then read at ``succ(i)`` (module
+    docstring) and the environment's mask applied.
+
+    Args:
+        dim: width of each aspect ``D``. heads: compatibility heads per aspect.
+        hidden: width of the aggregation MLP (DACT: 32). clip: DACT's ``v_range`` (6).
+        dropout: of the aggregation MLP (DACT: 0.05).
+
+    Shapes: ``hg [B, M, 2D]`` (node aspect, then positional), ``mask [B, M, M]``,
+    ``succ [B, M]`` -> logits ``[B, M, M]`` over the environment's moves.
+    """
+
+    def __init__(self, dim: int, heads: int = 4, hidden: int = 32, clip: float = 6.0,
+                 dropout: float = 0.05) -> None:
+        super().__init__()
+        self.dim, self.heads, self.clip = dim, heads, clip
+        # index 0: node aspect, 1: positional aspect
+        self.project_node = nn.ModuleList(nn.Linear(dim, dim, bias=False) for _ in range(2))
+        self.project_graph = nn.ModuleList(nn.Linear(dim, dim, bias=False) for _ in range(2))
+        self.query = nn.Parameter(torch.empty(2, heads, dim, dim))
+        self.key = nn.Parameter(torch.empty(2, heads, dim, dim))
+        self.mix = dact_mlp(2 * heads, hidden, hidden, dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for mod in (*self.project_node, *self.project_graph):
+            mod.reset_parameters()
+        uniform_(self.query)
+        uniform_(self.key)
+        reset_dact_mlp(self.mix)
+
+    def dact_logits(self, hg: Tensor) -> Tensor:
+        """``[B, M, M]`` DACT's ``clip · tanh`` scores of its pairs ``(a, b)``, unmasked."""
+        x = torch.stack(hg.split(self.dim, -1))                           # [2, B, M, D]
+        refined = torch.stack([self.project_node[a](x[a])
+                               + self.project_graph[a](x[a].amax(1)).unsqueeze(1)
+                               for a in range(2)])
+        q, k = per_head(refined, self.query), per_head(refined, self.key)  # [2, B, H, M, D]
+        compat = q @ k.transpose(-1, -2) / math.sqrt(self.dim)            # [2, B, H, M, M]
+        pairs = torch.cat([compat[1], compat[0]], 1).permute(0, 2, 3, 1)  # [B, M, M, 2H]
+        return self.clip * torch.tanh(self.mix(pairs).squeeze(-1))
+
+    def forward(self, hg: Tensor, mask: Tensor, succ: Tensor | None = None) -> Tensor:
+        if succ is None:
+            raise ValueError("DACT's decoder reads the solutions' successors (succ [B, M])")
+        logits = self.dact_logits(hg)
+        b, m, _ = logits.shape
+        moves = logits.gather(1, succ.unsqueeze(-1).expand(b, m, m))      # row i: DACT's succ(i)
+        return moves.masked_fill(~mask, float("-inf"))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, clip={self.clip})"
+
+
+class DACTCritic(nn.Module):
+    r"""DACT's critic: one multi-head attention layer over the (detached) concatenated
+    aspects ``[h ‖ g]`` (width ``D``, ``heads`` of ``D // heads`` channels each, scaled;
+    DACT uses 6 heads of 21 on ``D = 128``) with a feed-forward block, each with a
+    residual and :func:`instance_norm`; then ``fused = x W_node + mean(x) W_graph`` and
+    DACT's MLP ``D -> D -> 64 -> 1`` (dropout 0.05) on ``mean(fused)``. It reads no cost
+    feature.
+
+    Shapes: ``hg [B, M, D]`` -> ``[B]``.
+    """
+
+    #: graph features it reads beside the embeddings (ValueHead's ``extra``): none
+    extra = 0
+
+    def __init__(self, dim: int, heads: int = 6, ff_hidden: int | None = None,
+                 embed: int = 64, dropout: float = 0.05) -> None:
+        super().__init__()
+        d = dim // heads
+        self.dim, self.heads = dim, heads
+        self.query = nn.Parameter(torch.empty(heads, dim, d))
+        self.key = nn.Parameter(torch.empty(heads, dim, d))
+        self.value = nn.Parameter(torch.empty(heads, dim, d))
+        self.out = nn.Parameter(torch.empty(heads, d, dim))
+        ff = dim if ff_hidden is None else ff_hidden
+        self.ff = nn.Sequential(nn.Linear(dim, ff), nn.ReLU(), nn.Linear(ff, dim))
+        self.project_node = nn.Linear(dim, dim, bias=False)
+        self.project_graph = nn.Linear(dim, dim, bias=False)
+        self.value_mlp = dact_mlp(dim, dim, embed, dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for param in (self.query, self.key, self.value, self.out):
+            uniform_(param)
+        for mod in (self.ff[0], self.ff[2], self.project_node, self.project_graph):
+            mod.reset_parameters()
+        reset_dact_mlp(self.value_mlp)
+
+    def forward(self, hg: Tensor) -> Tensor:
+        if hg.size(-1) != self.dim:
+            raise ValueError(f"DACTCritic(dim={self.dim}) got embeddings of width "
+                             f"{hg.size(-1)}")
+        q, k, v = per_head(hg, self.query), per_head(hg, self.key), per_head(hg, self.value)
+        attn = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.size(-1)), -1)
+        heads = attn @ v                                                  # [B, H, M, d]
+        x = instance_norm(hg + torch.einsum("bhme,hef->bmf", heads, self.out))
+        x = instance_norm(x + self.ff(x))
+        fused = self.project_node(x) + self.project_graph(x.mean(1)).unsqueeze(1)
+        return self.value_mlp(fused.mean(1)).squeeze(-1)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dim={self.dim}, heads={self.heads})"

@@ -1,0 +1,187 @@
+"""DACT's own network (``DACTPolicy.build(encoder="native")``): VRP-DACT's sizes, where
+each encoding enters the dual-aspect encoder, the move parametrisation of its decoder,
+batch equals one by one, and searches that stay feasible."""
+
+import pytest
+import torch
+
+from pyg_routing import encodings
+from pyg_routing.data import RoutingData
+from pyg_routing.data.generators import make_generator
+from pyg_routing.envs import TwoOptEnv
+from pyg_routing.envs.observation import tour_encoding_inputs
+from pyg_routing.functional.index_pe import dact_cpe
+from pyg_routing.models import DACTPolicy
+from pyg_routing.models.dact.dual_aspect import DualAspectEncoder
+from pyg_routing.search import MaxIterations, StepSearch
+from pyg_routing.training.dact import DACTConfig
+from pyg_routing.transforms.dact_cpe import DACTCPE
+
+ALL_PE = list(encodings.available())
+
+
+def _state(problem="cvrp", n=10, b=3, steps=5, seed=0):
+    env = TwoOptEnv(depot_rate=0.5 if problem in ("cvrp", "vrptw") else None)
+    inst = make_generator(problem, n, seed=seed).sample(b)
+    init = "nearest_neighbor" if problem == "vrptw" else "random"
+    state = env.reset(inst, init=init, generator=torch.Generator().manual_seed(seed))
+    gen = torch.Generator().manual_seed(seed + 1)
+    for _ in range(steps):
+        state, _ = env.step(state, env.random_action(state, generator=gen))
+    return env, inst, state
+
+
+def _count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+def test_as_released_sizes_are_vrp_dacts():
+    """VRP-DACT's CVRP actor has 281,121 parameters and its critic 155,137 (width 64,
+    4 heads, 3 layers, FF 64; critic 6 heads on the 128 concatenated aspects)."""
+    policy = DACTPolicy.build("cvrp", pe="dact_cpe", dim=64, heads=4, pe_dim=64, scope="tour",
+                              encoder="native")
+    assert policy.encoder.pos_embed is None                     # the CPE enters as it is
+    assert _count(policy) - _count(policy.critic) == 281_121
+    assert _count(policy.critic) == 155_137
+    tsp = DACTPolicy.build("tsp", pe="dact_cpe", pe_dim=64, encoder="native")
+    assert _count(tsp) - _count(tsp.critic) == 281_121 - 5 * 64     # node_dim 2, not 7
+
+
+@pytest.mark.parametrize("pe", ALL_PE)
+def test_every_encoding_enters_the_positional_aspect_and_takes_valid_steps(pe):
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", pe=pe, dim=32, heads=4, num_layers=2, pe_dim=16,
+                              encoder="native", critic_heads=4)
+    enc = policy.encoder
+    width = enc.positional.width
+    assert (enc.pos_embed is None) == (width in (0, 32))
+    base = DACTPolicy.build("cvrp", pe="none", dim=32, heads=4, num_layers=2, pe_dim=16,
+                            encoder="native", critic_heads=4)
+    extra = _count(policy) - _count(base)
+    bias_tables = _count(enc.positional)
+    assert extra == (width * 32 if enc.pos_embed is not None else 0) + bias_tables
+    env, _, state = _state()
+    obs = policy.prepare(env.policy_observation(state))
+    b, m = state.order.shape
+    g0 = enc.positional_input(obs.x, obs.pe, obs.route_pos)
+    if enc.kind == "node":
+        assert g0.abs().sum() > 0
+    else:                                   # bias, rotary, none: no code in g
+        assert torch.equal(g0, torch.zeros(b, m, 32))
+    with torch.no_grad():
+        action, log_prob, entropy, value = policy(obs, generator=torch.Generator().manual_seed(1))
+    assert obs.mask[torch.arange(b), action[:, 0], action[:, 1]].all()
+    assert torch.isfinite(log_prob).all() and torch.isfinite(value).all()
+    assert value.shape == (b,)
+
+
+def test_the_decoder_scores_move_i_j_as_dacts_pair_succ_i_j():
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", pe="dact_cpe", pe_dim=64, scope="tour", encoder="native")
+    env, _, state = _state(steps=8)
+    obs = policy.prepare(env.policy_observation(state))
+    policy.eval()
+    with torch.no_grad():
+        hg = policy.embed(obs)
+        pairs = policy.decoder.dact_logits(hg)
+        moves = policy.decoder(hg, obs.mask, obs.succ)
+    b, m, _ = moves.shape
+    for bb in range(b):
+        for i in range(m):
+            for j in range(m):
+                want = pairs[bb, state.succ[bb, i], j] if obs.mask[bb, i, j] else float("-inf")
+                assert moves[bb, i, j] == want
+    with pytest.raises(ValueError, match="successors"):
+        policy.decoder(hg, obs.mask, None)
+
+
+def test_batch_equals_one_by_one_in_eval_mode():
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", pe="ipexpe", encoder="native").eval()
+    env, _, state = _state(b=4)
+    obs = policy.prepare(env.policy_observation(state))
+    with torch.no_grad():
+        hg = policy.embed(obs)
+        values = policy.critic(hg)
+        logits = policy.decoder(hg, obs.mask, obs.succ)
+        for i in range(4):
+            one = policy.prepare(env.policy_observation(state[i]))
+            h1 = policy.embed(one)
+            torch.testing.assert_close(h1[0], hg[i], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(policy.critic(h1)[0], values[i], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(policy.decoder(h1, one.mask, one.succ)[0], logits[i],
+                                       atol=1e-5, rtol=1e-5)
+
+
+def test_dropout_only_in_training_mode():
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", pe="none", encoder="native")
+    env, _, state = _state()
+    obs = policy.prepare(env.policy_observation(state))
+    policy.eval()
+    with torch.no_grad():
+        a, b = policy.value(obs), policy.value(obs)
+    assert torch.equal(a, b)
+    policy.train()
+    with torch.no_grad():
+        draws = torch.stack([policy.value(obs) for _ in range(8)])
+    assert draws.std(0).max() > 0                 # DACT's MLPs drop out while training
+
+
+def test_tour_scope_cpe_is_dacts_cycle_position_and_equals_route_scope_on_tsp():
+    _, _, state = _state("cvrp")
+    inputs = tour_encoding_inputs(state)
+    b, m = state.order.shape
+    code = DACTCPE(16, scope="tour", attr_name=None).code(inputs).view(b, m, -1)
+    torch.testing.assert_close(code, dact_cpe(state.rank, torch.full_like(state.rank, m - 1),
+                                              16, dtype=code.dtype))
+    _, _, tsp = _state("tsp")
+    inputs = tour_encoding_inputs(tsp)
+    tour = DACTCPE(16, scope="tour", attr_name=None).code(inputs)
+    route = DACTCPE(16, attr_name=None).code(inputs)
+    torch.testing.assert_close(tour, route)
+    paper = DACTCPE(8, variant="paper", scope="tour", attr_name=None).code(inputs)
+    assert paper.shape == (tsp.order.numel(), 8)
+    with pytest.raises(ValueError, match="scope"):
+        DACTCPE(16, scope="giant")
+    data = RoutingData.from_routes(make_generator("cvrp", 6, seed=0).sample(1)[0],
+                                   [[1, 2, 3], [4, 5, 6]])
+    with pytest.raises(Exception, match="one cycle of a search state"):
+        DACTCPE(16, scope="tour").encode(data)
+
+
+@pytest.mark.parametrize("problem", ["tsp", "cvrp", "vrptw", "pdtsp"])
+def test_native_searches_stay_feasible(problem):
+    torch.manual_seed(0)
+    n = 10
+    policy = DACTPolicy.build(problem, pe="ipexpe", dim=32, heads=4, num_layers=1,
+                              encoder="native", critic_heads=4)
+    inst = make_generator(problem, n, seed=3).sample(2)
+    init = "nearest_neighbor" if problem in ("vrptw", "pdtsp") else "random"
+    res = StepSearch(env=TwoOptEnv(), init=init, augment=2).run(inst, policy,
+                                                                MaxIterations(6), seed=0)
+    for b in range(2):
+        data = RoutingData.from_routes(inst[b], res.routes[b])
+        data.check()
+        assert float(data.cost()) == pytest.approx(float(res.cost[b]), rel=1e-5)
+
+
+def test_gps_only_options_are_refused_for_the_native_network():
+    with pytest.raises(ValueError, match="'local_mp' is an option of the GPS network"):
+        DACTPolicy.build("cvrp", encoder="native", local_mp="none")
+    with pytest.raises(ValueError, match="'compiled' is an option of the GPS network"):
+        DACTPolicy.build("cvrp", encoder="native", compiled=True)
+    for name, value in (("pe_init", "default"), ("compiled", True), ("local_mp", "none")):
+        with pytest.raises(ValueError, match=f"--model.{name} is an option of the gps encoder; "
+                                             f"--model.encoder native has no such setting"):
+            DACTConfig.create(encoder="native", **{name: value})
+    with pytest.raises(ValueError, match="--encoding.cpe_scope must be one of route, tour"):
+        DACTConfig.create(pe="dact_cpe", cpe_scope="ring")
+    native, gps = DACTConfig(pe="dact_cpe"), DACTConfig.create(pe="dact_cpe", encoder="gps")
+    assert (native.encoding.dim, native.encoding.cpe_scope, gps.encoding.dim,
+            gps.encoding.cpe_scope) == (64, "tour", 32, "route")
+    assert native.encoding_spec.options == {"scope": "tour"}
+    # the scope is dact_cpe's alone: another encoding's spec does not carry it
+    assert DACTConfig(pe="ipexpe").encoding_spec.options.get("scope") is None
+    with pytest.raises(ValueError, match="in_channels=7"):
+        DualAspectEncoder(7, dim=16, heads=2).forward_dense(torch.zeros(1, 4, 6))
