@@ -7,12 +7,12 @@ and Delivery Problems", IJCAI 2022, repository yining043/PDP-N2S); the paper's A
 Defaults, from N2S's options and README: model width 128, 4 heads, 3 layers, FF 128,
 node codes of width 128 (N2S's CPE); actor lr ``8e-5``, critic lr ``2e-5``, decay
 ``0.985`` per epoch, ``gamma=0.999``, ``n_step=5``, ``K=3``, ``clip=0.1``,
-``t_train=250``, batch 600, random initial tours, and per problem size the
+``t_train=250``, batch 600, random initial tours, gradient norms clipped per parameter
+group (``grad_clip="per_group"``, N2S's ``utils.clip_grad_norms``), and per problem size the
 curriculum ``warm_up`` (20 customers: 2, 50: 1.5, 100: 1) and ``max_grad_norm``
 (0.05, 0.15, 0.3; sizes in between take the next larger size's value).
 
-Deviations (docs/design.md): gradient-norm clipping over all parameters at once (N2S:
-per parameter group); the removal-history window is ``2P`` in training AND search
+Deviations (docs/design.md): the removal-history window is ``2P`` in training AND search
 (N2S: ``2P`` / ``P``, see :mod:`pyg_routing.envs.pair_reinsertion.env`); the test-time
 copies use the 8 distinct symmetries, each with its own random start (N2S: random
 symmetries, repeats possible).
@@ -63,6 +63,9 @@ class N2STrain(PPOTrain):
     """Adam learning rate of the critic"""
     max_grad_norm: float | None = bound(0.05, positive=True)
     """gradient-norm clip (null: no clipping)"""
+    grad_clip: Literal["joint", "per_group"] = "per_group"
+    """gradient-norm clipping: joint (one norm over all parameters) or per_group (actor and
+    critic each to --train.max_grad_norm, as PDP-N2S's utils.clip_grad_norms)"""
 
 
 @dataclass

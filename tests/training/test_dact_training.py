@@ -48,8 +48,9 @@ def test_curriculum_totals_and_the_rule_is_a_config_choice():
                                   num_layers=1, curriculum="floor", warm_up=2.0)
     assert [floor.curriculum_steps(e) for e in range(6)] == [0, 0, 1, 1, 2, 2]
     n2s = N2SConfig(num_customers=20)
+    # PDP-N2S's rules: floor(epoch / warm_up), the last warm-up solution, per-group clipping
     assert (n2s.train.curriculum, n2s.train.curriculum_start, n2s.train.grad_clip) == (
-        "floor", "last", "joint")
+        "floor", "last", "per_group")
     with pytest.raises(ValueError, match="number of epochs"):
         dact.curriculum_steps(1)                           # no trainer: no max_epochs
     tsp, cvrp = DACTConfig(problem="tsp"), DACTConfig()
