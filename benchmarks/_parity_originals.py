@@ -63,6 +63,43 @@ def write_n2s_instances(instances: Any, path: Path) -> None:
         pickle.dump([(p[0], p[1:]) for p in pos], f)
 
 
+def _recipe_argv(recipe: dict[str, Any], seed: int) -> list[str]:
+    """The options both originals' ``options.py`` share, from ``recipe``."""
+    return ["--graph_size", str(recipe["num_customers"]), "--n_step", str(recipe["n_step"]),
+            "--T_train", str(recipe["t_train"]), "--K_epochs", str(recipe["ppo_epochs"]),
+            "--max_grad_norm", str(recipe["max_grad_norm"]),
+            "--batch_size", str(recipe["batch_size"]),
+            "--epoch_size", str(recipe["batch_size"] * recipe["batches_per_epoch"]),
+            "--epoch_end", str(recipe["epochs"]), "--lr_model", str(recipe["lr_actor"]),
+            "--lr_critic", str(recipe["lr_critic"]), "--lr_decay", str(recipe["lr_decay"]),
+            "--T_max", str(recipe["val_steps"]), "--val_size", str(recipe["val_size"]),
+            "--val_m", "1", "--seed", str(seed), "--no_cuda", "--no_tb", "--no_saving",
+            "--no_progress_bar", "--no_DDP"]
+
+
+def _train(train_batch: Any, agent: Any, problem: Any, opts: Any, val_batch: Any,
+           make_data: Any) -> list[float]:
+    """The original's ``agent.ppo.train`` on one rank (``make_data()``: an epoch's
+    training set), with its ``validate()`` after every epoch: the mean best cost of a
+    sampled rollout of ``T_max`` steps on ``val_batch``."""
+    from torch.utils.data import DataLoader
+
+    curve = []
+    for epoch in range(opts.epoch_end):
+        agent.lr_scheduler.step(epoch)
+        loader = DataLoader(make_data(), batch_size=opts.batch_size, shuffle=False)
+        step = epoch * (opts.epoch_size // opts.batch_size)
+        for batch in loader:
+            train_batch(0, problem, agent, epoch, step, batch, None, opts, _NoBar())
+            step += 1
+        agent.eval()
+        if hasattr(problem, "eval"):                # VRP-DACT's problem has a mode too
+            problem.eval()
+        best = agent.rollout(problem, 1, copy.deepcopy(val_batch), do_sample=True)[0]
+        curve.append(float(best.mean()))
+    return curve
+
+
 def run_pdp_n2s(root: str, recipe: dict[str, Any], val_file: str, seed: int) -> list[float]:
     """PDP-N2S on PDTSP with ``recipe``; the validation cost after every epoch."""
     sys.path.insert(0, root)
@@ -74,18 +111,9 @@ def run_pdp_n2s(root: str, recipe: dict[str, Any], val_file: str, seed: int) -> 
     from torch.utils.data import DataLoader
 
     n = recipe["num_customers"]
-    argv = ["--problem", "pdtsp", "--graph_size", str(n), "--warm_up", str(recipe["warm_up"]),
-            "--n_step", str(recipe["n_step"]), "--T_train", str(recipe["t_train"]),
-            "--K_epochs", str(recipe["ppo_epochs"]),
-            "--max_grad_norm", str(recipe["max_grad_norm"]),
-            "--batch_size", str(recipe["batch_size"]),
-            "--epoch_size", str(recipe["batch_size"] * recipe["batches_per_epoch"]),
-            "--epoch_end", str(recipe["epochs"]), "--lr_model", str(recipe["lr_actor"]),
-            "--lr_critic", str(recipe["lr_critic"]), "--lr_decay", str(recipe["lr_decay"]),
-            "--T_max", str(recipe["val_steps"]), "--val_size", str(recipe["val_size"]),
-            "--val_batch_size", str(recipe["val_size"]), "--val_m", "1", "--seed", str(seed),
-            "--no_cuda", "--no_tb", "--no_saving", "--no_progress_bar", "--no_DDP"]
-    opts = get_options(argv)
+    opts = get_options(["--problem", "pdtsp", "--warm_up", str(recipe["warm_up"]),
+                        "--val_batch_size", str(recipe["val_size"]),
+                        *_recipe_argv(recipe, seed)])
     opts.device = torch.device("cpu")
     torch.manual_seed(seed)                         # as their ppo.train
     random.seed(seed)
@@ -93,19 +121,8 @@ def run_pdp_n2s(root: str, recipe: dict[str, Any], val_file: str, seed: int) -> 
     agent = PPO(problem.NAME, problem.size, opts)
     val_set = problem.make_dataset(size=n, num_samples=opts.val_size, filename=val_file)
     val_batch = next(iter(DataLoader(val_set, batch_size=opts.val_size, shuffle=False)))
-    curve = []
-    for epoch in range(opts.epoch_end):             # their agent.ppo.train, one rank
-        agent.lr_scheduler.step(epoch)
-        data = problem.make_dataset(size=n, num_samples=opts.epoch_size)
-        loader = DataLoader(data, batch_size=opts.batch_size, shuffle=False)
-        step = epoch * (opts.epoch_size // opts.batch_size)
-        for batch in loader:
-            train_batch(0, problem, agent, epoch, step, batch, None, opts, _NoBar())
-            step += 1
-        agent.eval()                                # their validate()
-        best = agent.rollout(problem, 1, copy.deepcopy(val_batch), do_sample=True)[0]
-        curve.append(float(best.mean()))
-    return curve
+    return _train(train_batch, agent, problem, opts, val_batch,
+                  lambda: problem.make_dataset(size=n, num_samples=opts.epoch_size))
 
 
 def run_vrp_dact(root: str, recipe: dict[str, Any], val_file: str, seed: int) -> list[float]:
@@ -119,18 +136,8 @@ def run_vrp_dact(root: str, recipe: dict[str, Any], val_file: str, seed: int) ->
     from torch.utils.data import DataLoader
 
     n = recipe["num_customers"]
-    argv = ["--problem", "vrp", "--graph_size", str(n), "--dummy_rate", str(recipe["depot_rate"]),
-            "--n_step", str(recipe["n_step"]), "--T_train", str(recipe["t_train"]),
-            "--K_epochs", str(recipe["ppo_epochs"]), "--Xi_CL", str(recipe["xi_cl"]),
-            "--max_grad_norm", str(recipe["max_grad_norm"]),
-            "--batch_size", str(recipe["batch_size"]),
-            "--epoch_size", str(recipe["batch_size"] * recipe["batches_per_epoch"]),
-            "--epoch_end", str(recipe["epochs"]), "--lr_model", str(recipe["lr_actor"]),
-            "--lr_critic", str(recipe["lr_critic"]), "--lr_decay", str(recipe["lr_decay"]),
-            "--T_max", str(recipe["val_steps"]), "--val_size", str(recipe["val_size"]),
-            "--val_m", "1", "--seed", str(seed), "--no_cuda", "--no_tb", "--no_saving",
-            "--no_progress_bar", "--no_DDP"]
-    opts = get_options(argv)
+    opts = get_options(["--problem", "vrp", "--dummy_rate", str(recipe["depot_rate"]),
+                        "--Xi_CL", str(recipe["xi_cl"]), *_recipe_argv(recipe, seed)])
     opts.device = torch.device("cpu")
     torch.manual_seed(seed)                         # as their run.py and ppo.train
     np.random.seed(seed)
@@ -141,21 +148,9 @@ def run_vrp_dact(root: str, recipe: dict[str, Any], val_file: str, seed: int) ->
     val_set = problem.make_dataset(size=n, num_samples=opts.val_size, filename=val_file,
                                    DUMMY_RATE=opts.dummy_rate)
     val_batch = next(iter(DataLoader(val_set, batch_size=opts.val_size, shuffle=False)))
-    curve = []
-    for epoch in range(opts.epoch_end):             # their agent.ppo.train, one rank
-        agent.lr_scheduler.step(epoch)
-        data = problem.make_dataset(size=n, num_samples=opts.epoch_size,
-                                    DUMMY_RATE=opts.dummy_rate)
-        loader = DataLoader(data, batch_size=opts.batch_size, shuffle=False)
-        step = epoch * (opts.epoch_size // opts.batch_size)
-        for batch in loader:
-            train_batch(0, problem, agent, epoch, step, batch, None, opts, _NoBar())
-            step += 1
-        agent.eval()                                # their validate()
-        problem.eval()
-        best = agent.rollout(problem, 1, copy.deepcopy(val_batch), do_sample=True)[0]
-        curve.append(float(best.mean()))
-    return curve
+    return _train(train_batch, agent, problem, opts, val_batch,
+                  lambda: problem.make_dataset(size=n, num_samples=opts.epoch_size,
+                                               DUMMY_RATE=opts.dummy_rate))
 
 
 def main(argv: list[str]) -> None:
