@@ -41,6 +41,8 @@ def test_curriculum_totals_and_the_rule_is_a_config_choice():
     assert sum(dact_curriculum(200, 1.0)) == sum(sigmoid_curriculum_steps(e, 200, 1.0)
                                                  for e in range(200)) == 19_858
     assert sigmoid_curriculum_steps(0, 1, 1.0) == 0        # one epoch: none (DACT: NaN)
+    # a long cap (compare's 100,000 epochs under a time budget) does not overflow exp
+    assert [sigmoid_curriculum_steps(e, 100_000, 1.0) for e in (0, 5, 99_999)] == [0, 0, 100_000]
     dact = backbones.get("dact")(problem="cvrp", num_customers=8, dim=16, heads=2,
                                  num_layers=1)
     assert [dact.curriculum_steps(e, epochs=6) for e in range(6)] == dact_curriculum(6, 1.0)
