@@ -33,6 +33,7 @@ from typing import ClassVar, Literal
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs import TwoOptEnv
 from pyg_routing.models import DACTPolicy
+from pyg_routing.models.dact.policy import GPS_ONLY as DACT_GPS_ONLY
 from pyg_routing.training.config import BackboneConfig
 from pyg_routing.training.ppo import PPOLightning, PPOTrain, StepTest, StepValidate
 from pyg_routing.training.sections import Encoder, EncodingOptions, ModelOptions, bound
@@ -87,7 +88,8 @@ class DACTModel(ModelOptions):
     customers (DACT: 0.5 at 20, 0.4 at 50, 0.2 at 100; null: enough for the initial
     routes and the capacity bound + 2)"""
 
-    GPS_ONLY: ClassVar[tuple[str, ...]] = (*ModelOptions.GPS_ONLY, "compiled")
+    #: the options DACTPolicy.build refuses with the native network, one list for both
+    GPS_ONLY: ClassVar[tuple[str, ...]] = DACT_GPS_ONLY
 
 
 @dataclass
