@@ -10,7 +10,7 @@ import pytest
 
 from pyg_routing.cli import main
 from pyg_routing.commands.reproduce import cells as cells_module
-from pyg_routing.commands.reproduce.budgets import SCALES
+from pyg_routing.commands.reproduce.budgets import DACT_CPU_EPOCHS, SCALES
 from pyg_routing.commands.reproduce.cells import shard
 from pyg_routing.commands.reproduce.tables import TABLES
 from pyg_routing.probes import paper_values
@@ -107,7 +107,8 @@ def test_dry_run_prints_the_command_lines_with_their_recipes(capsys):
     assert "--trainer.accelerator gpu" in first
     assert main(["reproduce", "tab2", "--scale", "cpu", "--dry-run", "--json"]) == 0
     cpu = json.loads(capsys.readouterr().out)["cells"][0]["commands"][0]
-    assert "--config dact/cvrp20 --config cpu/dact --train.epochs 2" in cpu
+    assert f"--config dact/cvrp20 --config cpu/dact --train.epochs {DACT_CPU_EPOCHS['tab2']}" \
+        in cpu
 
 
 def _config_of(step):

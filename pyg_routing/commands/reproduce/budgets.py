@@ -34,11 +34,12 @@ RECIPE_SIZES = {"dact": {"smoke": 20, "cpu": 20, "paper": None},
                 "n2s": {"smoke": 20, "cpu": None, "paper": None},
                 "nds": {"smoke": 100, "cpu": 100, "paper": None}}
 
-#: DACT's training epochs per table at ``cpu`` (about an hour per table: fewer cells,
+#: DACT's training epochs per table at ``cpu`` (an hour or less per table: fewer cells,
 #: more epochs each). Set for the dual-aspect encoder of the recipes: an epoch of the
-#: ``cpu/dact`` overlay on CVRP-20 takes about 80 s on 2 idle cores, 2.7 times the GPS
-#: encoder's 30 s for which the earlier counts (2, 3, 25, 10, 16) were set (2026-11-27).
-DACT_CPU_EPOCHS = {"tab2": 1, "tab4": 1, "tab8": 9, "tab9": 4, "tab10": 6}
+#: ``cpu/dact`` overlay on CVRP-20 takes about 80 s on 2 idle cores (2.7 times the GPS
+#: encoder's 30 s, for which the earlier counts 2, 3, 25, 10, 16 were set), a cell's test
+#: about 2 min more (2026-11-27).
+DACT_CPU_EPOCHS = {"tab2": 1, "tab4": 1, "tab8": 5, "tab9": 4, "tab10": 6}
 
 #: the reference solver's seconds per instance of a comparison, per backbone and scale
 #: (NDS's: the setting's own search time, see :func:`reference_seconds`)
