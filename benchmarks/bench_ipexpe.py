@@ -15,8 +15,9 @@ from _timing import best_of
 from pyg_routing.data import CVRPGenerator, dense_route_quantities
 from pyg_routing.data.solvers.constructive import sweep
 from pyg_routing.functional.index_pe import route_sizes
-from pyg_routing.functional.route_angle import AGGREGATIONS, route_angle
+from pyg_routing.functional.route_angle import route_angle
 from pyg_routing.functional.route_pe import index_ipe, ipexpe, xpe
+from pyg_routing.options import AGGREGATIONS
 
 
 def main() -> None:

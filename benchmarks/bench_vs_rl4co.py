@@ -47,7 +47,7 @@ from _n2s_vs_rl4co import n2s_section, profile_n2s
 
 from pyg_routing.data.generators import make_generator
 from pyg_routing.models import DACTPolicy
-from pyg_routing.models.gps_encoder import LOCAL_MPS
+from pyg_routing.options import LOCAL_MPS
 from pyg_routing.search import improve
 from pyg_routing.training import DACTLightning, RoutingDataModule
 

@@ -60,12 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is "
                                               r"deprecated")
     from pyg_routing.commands.grammar import normalize
-    from pyg_routing.errors import RunInterrupted
+    from pyg_routing.errors import RunInterrupted, one_line
     from pyg_routing.threads import THREADS_ENV, apply_threads
-    from pyg_routing.training.fit import one_line
 
     module = importlib.import_module(f"pyg_routing.commands.{COMMANDS[name][0]}")
-    refused = _refused()
     try:
         try:
             parsed = module.parse(normalize(rest), name) if _takes_name(module) \
@@ -90,7 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunInterrupted as exc:       # told to stop: a resumable checkpoint, non-zero
         print(f"pyg-routing {name}: {one_line(exc)}", file=sys.stderr)
         return exc.exit_status
-    except refused as exc:
+    except Exception as exc:
+        if not isinstance(exc, _refused()):
+            raise
         print(f"pyg-routing {name}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     if result is None:                    # a worker rank of a distributed command
@@ -112,11 +112,14 @@ def _refused() -> tuple[type[BaseException], ...]:
     """What a command refuses in one line: our errors, bad values, files that cannot be
     read, and Lightning's ``MisconfigurationException`` (a Trainer option that Lightning
     refuses after the commands' own check)."""
-    from lightning.fabric.utilities.exceptions import MisconfigurationException
-
     from pyg_routing.errors import RoutingError
 
-    return (RoutingError, ValueError, OSError, NotImplementedError, MisconfigurationException)
+    kinds: tuple[type[BaseException], ...] = (RoutingError, ValueError, OSError,
+                                              NotImplementedError)
+    # Lightning's, only where Lightning was imported (so --help and a refused option
+    # value stay free of it: nothing else can have raised its exception)
+    lightning = sys.modules.get("lightning.fabric.utilities.exceptions")
+    return kinds if lightning is None else (*kinds, lightning.MisconfigurationException)
 
 
 def _print_text(obj: Any, indent: int = 0) -> None:

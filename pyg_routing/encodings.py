@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from torch_geometric.transforms import BaseTransform
+if TYPE_CHECKING:
+    from torch_geometric.transforms import BaseTransform
 
 KINDS = ("none", "node", "bias", "rotary")
 

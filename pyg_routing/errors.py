@@ -74,3 +74,9 @@ def where(instance: str | int | None = None, route: int | None = None,
     if node is not None:
         parts.append(f"node {node}")
     return (", ".join(parts) + ": ") if parts else ""
+
+
+def one_line(message: object) -> str:
+    """The text of ``message`` (an exception, or any text) on one line (Lightning's and
+    argparse's span several)."""
+    return " ".join(line.strip() for line in str(message).splitlines() if line.strip())

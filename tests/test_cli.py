@@ -31,6 +31,48 @@ def test_the_root_help_lists_every_command_without_importing_torch():
         assert f"  {command}" in out.stdout
 
 
+#: every command's help, each backbone's where the options depend on it
+HELPS = [["generate"], ["solve"], ["info"], ["probe"], ["probe", "anisometry"],
+         ["probe", "entropy"], ["probe", "spearman"], ["train"], ["train", "--backbone", "n2s"],
+         ["train", "--backbone", "nds"], ["evaluate"], ["evaluate", "--backbone", "nds"],
+         ["compare"], ["compare", "--backbone", "n2s"], ["search"], ["reproduce"],
+         ["import-checkpoint"], ["recipes"]]
+
+
+def test_every_help_imports_no_torch_pyg_lightning_or_numpy():
+    """``pyg-routing CMD --help`` reads the options from torch-free modules (so it
+    takes well under a second, not the ~7 s of importing torch and Lightning)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import contextlib, io, sys
+from pyg_routing.cli import main
+heavy = ("torch", "torch_geometric", "lightning", "numpy", "scipy", "numba")
+for argv in {HELPS!r}:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main([*argv, "--help"]) == 0, argv
+    loaded = [m for m in heavy if m in sys.modules]
+    assert not loaded, f"{{' '.join(argv)}} --help imported {{loaded}}"
+    assert "<function" not in out.getvalue(), f"{{' '.join(argv)}}: a function's repr"
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_the_backbone_registry_names_configurations_without_importing_them():
+    from pyg_routing.training import backbones
+
+    for name in backbones.names():
+        lightning = backbones.get(name)
+        assert backbones.config_class(name) is lightning.config_class
+        assert backbones.config_class(name).backbone == name
+        # the names evaluate --policy offers are the baselines the backbone builds
+        assert backbones.config_class(name).BASELINES == tuple(lightning.baselines)
+    with pytest.raises(ValueError, match="unknown backbone 'x'; choose from dact, n2s, nds"):
+        backbones.config_class("x")
+
+
 def test_generate_solve_info_round_trip(tmp_path, capsys):
     root = str(tmp_path)
     code, out, _ = run(capsys, "generate", "--problem", "vrptw", "--num-customers", "8",

@@ -43,7 +43,7 @@ PACKAGE = "pyg_routing"
 
 #: Layer of each top-level module or subpackage of ``pyg_routing`` (lowest first).
 LAYERS: dict[str, int] = {
-    "errors": 0, "data": 0, "recipes": 0, "threads": 0,
+    "errors": 0, "data": 0, "recipes": 0, "threads": 0, "options": 0, "_lazy": 0,
     # the encodings' registry builds their transforms; models read it
     "functional": 1, "transforms": 1, "encodings": 1,
     "envs": 2, "models": 2,
@@ -111,7 +111,18 @@ def import_graph() -> nx.DiGraph:
                 for target in _targets(node, name, is_package):
                     if target != name:
                         graph.add_edge(name, target, line=node.lineno)
+            elif is_package and _is_lazy_exports(node):      # re-exports by name
+                for value in node.value.values:
+                    graph.add_edge(name, f"{name}.{value.value}", line=node.lineno)
     return graph
+
+
+def _is_lazy_exports(node: ast.AST) -> bool:
+    """``_EXPORTS = {"Name": "submodule", ...}``: a package's lazy re-exports
+    (:func:`pyg_routing._lazy.lazy_exports`), edges like the imports they stand for."""
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "_EXPORTS"
+            and isinstance(node.value, ast.Dict))
 
 
 def _where(graph: nx.DiGraph, a: str, b: str) -> str:

@@ -31,10 +31,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING, Any
 
 from pyg_routing import encodings
 from pyg_routing.commands.grammar import CommandParser, positive, refuse_typed, training_seeds
@@ -51,10 +48,11 @@ from pyg_routing.commands.train import (
     refuse_encoding_options,
 )
 from pyg_routing.commands.train import print_config as recipe_print_config
-from pyg_routing.search import gap_percent, instance_gap_percent
 from pyg_routing.training import backbones
 from pyg_routing.training.config import BackboneConfig
-from pyg_routing.training.fit import VAL_SEED_OFFSET, fit
+
+if TYPE_CHECKING:   # numpy, torch and Lightning come with run(), not with --help
+    import torch
 
 #: CSV columns, in order.
 COLUMNS = ("encoding", "method", "family", "objective", "objective_std", "gap_percent",
@@ -164,6 +162,11 @@ class CompareSearch:
     def row(self, policy: Any, trained: bool, reference: torch.Tensor | None
             ) -> dict[str, Any]:
         """One table row: the mean best and initial cost over the test instances."""
+        import numpy as np
+        import torch
+
+        from pyg_routing.search import gap_percent, instance_gap_percent
+
         done, _ = search_jobs(self.workers, self.jobs, self.search, self.stop, policy,
                               trained, self.out)
         assert done is not None                  # one worker: this process reports
@@ -186,6 +189,7 @@ def run(command: RecipeCommand) -> dict[str, Any]:
     """Train and evaluate every encoding; returns the table as rows."""
     from pyg_routing.probes.paper_values import MAIN_COMPARISON, paper_problem_key
     from pyg_routing.training.callbacks import ValidationCurve
+    from pyg_routing.training.fit import VAL_SEED_OFFSET, fit
 
     o, config = command.options, command.config
     names = command.extra["encodings"]
@@ -286,6 +290,8 @@ def render(result: dict[str, Any]) -> str:
 def _aggregate(runs: list[dict[str, Any]], reference: torch.Tensor | None) -> dict[str, Any]:
     """One table row from the runs of one encoding (one per seed): means, and the
     standard deviation over seeds of the objective."""
+    import torch
+
     obj = torch.tensor([r["objective"] for r in runs], dtype=torch.float64)
     row: dict[str, Any] = {
         "objective": float(obj.mean()),

@@ -19,7 +19,7 @@ from pyg_routing.commands.grammar import (
     typed,
 )
 from pyg_routing.commands.train import add_output_options
-from pyg_routing.data.generators import PROBLEMS
+from pyg_routing.data.problems import PROBLEMS
 from pyg_routing.errors import RoutingError
 from pyg_routing.training.sections import DataOptions
 

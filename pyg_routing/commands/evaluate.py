@@ -23,8 +23,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from pyg_routing.commands.grammar import refuse_typed
 from pyg_routing.commands.jobs import (
     add_reference,
@@ -50,7 +48,7 @@ def _add_options(p: Any) -> None:
     policy.add_argument("--trust_checkpoint", action="store_true",
                         help="UNSAFE: read --checkpoint with full unpickling, which runs code "
                              "from the file; only for files you made or trust")
-    names = sorted({n for b in backbones.available() for n in backbones.get(b).baselines})
+    names = sorted({n for b in backbones.names() for n in backbones.config_class(b).BASELINES})
     policy.add_argument("--policy", choices=("checkpoint", *names), default="checkpoint",
                         help="checkpoint, or a non-learned baseline of the backbone")
     policy.add_argument("--any_size", action="store_true",
@@ -83,7 +81,7 @@ def _policy(command: TestCommand) -> Any:
         raise ValueError("evaluate needs --checkpoint (or a baseline: --policy random)")
     hp = command.checkpoint["hyper_parameters"]
     trained = command.config
-    stored = backbones.get(hp["backbone"]).config_class.create(
+    stored = backbones.config_class(hp["backbone"]).create(
         **{k: v for k, v in hp.items() if k != "backbone"})
     if o.benchmark or o.instance:
         refuse_typed(given, ("any_size",), "does not apply with --benchmark x or --instance "
@@ -100,6 +98,8 @@ def _policy(command: TestCommand) -> Any:
 
 
 def run(command: TestCommand) -> dict[str, Any] | None:
+    import torch
+
     from pyg_routing.search import budget, gap_percent, instance_gap_percent
 
     refuse_instance_options(command)

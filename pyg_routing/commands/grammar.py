@@ -17,24 +17,47 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
-from jsonargparse import ActionConfigFile, ArgumentParser, Namespace, set_parsing_settings
+from jsonargparse import (
+    ActionConfigFile,
+    ArgumentParser,
+    DefaultHelpFormatter,
+    Namespace,
+    set_parsing_settings,
+)
 
 from pyg_routing import recipes
+from pyg_routing.errors import one_line
 from pyg_routing.training.sections import Section
 
 # the attribute docstrings of the recipe dataclasses are the options' help
 set_parsing_settings(docstring_parse_attribute_docstrings=True)
 
 
-def one_line(text: object) -> str:
-    """``text`` on one line (jsonargparse's and Lightning's messages span several)."""
-    return " ".join(line.strip() for line in str(text).splitlines() if line.strip())
+F = TypeVar("F", bound=Callable[..., Any])
+
+class _HelpFormatter(DefaultHelpFormatter):
+    """jsonargparse's help, with our option types (functions) shown by what they accept
+    (``integer >= 1``, :func:`accepts`) instead of a function's repr."""
+
+    def _get_type_str(self, action: argparse.Action) -> str | None:
+        if isinstance(action.type, types.FunctionType):
+            return getattr(action.type, "accepts", None)
+        return super()._get_type_str(action)
+
+
+def accepts(description: str) -> Callable[[F], F]:
+    """Name what an option type accepts in the help (``@accepts("i/n")``)."""
+    def mark(parse: F) -> F:
+        parse.accepts = description  # type: ignore[attr-defined]
+        return parse
+    return mark
 
 
 class CommandParser(ArgumentParser):
@@ -48,6 +71,7 @@ class CommandParser(ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         kwargs.setdefault("print_config", None)
         kwargs.setdefault("exit_on_error", True)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
         self.foreign, self.backbone = foreign or {}, backbone
 
@@ -257,10 +281,12 @@ def default_recipe(backbone: str, argv: Sequence[str], config_class: type[Sectio
     """The shipped recipe a command line without a full ``--config`` starts from
     (:func:`pyg_routing.recipes.default_for`), for its ``--problem`` and
     ``--num_customers`` (else the backbone's defaults)."""
-    defaults = config_class()
-    problem = value_after(argv, "--problem") or defaults.problem
+    # the fields' declared defaults: building the configuration would check them
+    # against the environments, which imports torch
+    defaults = {f.name: f.default for f in fields(config_class)}
+    problem = value_after(argv, "--problem") or defaults["problem"]
     try:
-        n = int(value_after(argv, "--num_customers") or defaults.num_customers)
+        n = int(value_after(argv, "--num_customers") or defaults["num_customers"])
     except ValueError:
         return None                   # the parser refuses the value, naming it
     return recipes.default_for(backbone, str(problem).lower(), n)
@@ -298,14 +324,14 @@ def count(low: int, high: int | None = None) -> Any:
         if number < low:
             raise argparse.ArgumentTypeError(f"must be >= {low}, got {number}")
         return number
-    parse.__name__ = f"integer >= {low}" if high is None else f"integer in {low}..{high}"
-    return parse
+    return accepts(f"integer >= {low}" if high is None else f"integer in {low}..{high}")(parse)
 
 
 #: an option type: the seed of generated instances, of a solver or of a search
 seed_value = count(0)
 
 
+@accepts("number > 0")
 def positive(value: str) -> float:
     """An option type: a finite number ``> 0``."""
     try:
@@ -317,6 +343,7 @@ def positive(value: str) -> float:
     return number
 
 
+@accepts("comma-separated integers")
 def training_seeds(value: str | list[int]) -> list[int]:
     """An option type: comma-separated distinct training seeds (``compare --seeds``)."""
     from pyg_routing.training.config import MAX_SEED

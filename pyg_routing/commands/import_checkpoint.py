@@ -11,12 +11,7 @@ from typing import Any
 
 from pyg_routing.commands.dataset import Parsed
 from pyg_routing.commands.grammar import CommandParser, count, typed
-from pyg_routing.training.import_checkpoint import (
-    ORIGINALS,
-    check_out_path,
-    import_original,
-    write_checkpoint,
-)
+from pyg_routing.options import ORIGINALS
 
 NDS_PROBLEMS = ("cvrp", "vrptw", "pcvrp")
 
@@ -49,6 +44,12 @@ def parse(argv: Sequence[str]) -> Parsed:
 def run(parsed: Parsed) -> dict[str, Any]:
     """Import ``FILE`` and write ``--out``; returns what was written. A bad ``--out`` is
     refused before the file is read, so nothing is written."""
+    from pyg_routing.training.import_checkpoint import (  # torch: not for --help
+        check_out_path,
+        import_original,
+        write_checkpoint,
+    )
+
     args = parsed.options
     check_out_path(args.out)
     options: dict[str, Any] = {"num_customers": args.num_customers}

@@ -9,12 +9,12 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyg_routing.errors import InstanceFormatError
-from pyg_routing.search import gap_percent
-from pyg_routing.training.fit import check_trainer
-from pyg_routing.training.search_predictor import SearchJob
+
+if TYPE_CHECKING:   # the jobs' modules import torch; --help imports this one
+    from pyg_routing.training.search_predictor import SearchJob
 
 #: CVRPLib X lies on a 0..1000 grid; NDS's temperatures assume the unit square
 X_SCALE = 1000.0
@@ -61,6 +61,7 @@ class Workers:
 def generated_jobs(spec: Generated, size: int = 1) -> list[SearchJob]:
     """``spec``'s instances, ``size`` consecutive instances per job."""
     from pyg_routing.data.generators import make_generator
+    from pyg_routing.training.search_predictor import SearchJob
 
     if spec.generator.get("exact") and spec.preset == "paper":
         raise ValueError("--test.exact replays NDS's random streams; it needs an nds "
@@ -83,6 +84,7 @@ def x_jobs(data_dir: str | None, names: str | None = None,
     (``bks.csv``, else its ``.sol`` file, else the paper's table; an instance none of
     them knows is refused by name)."""
     from pyg_routing.data.search_inputs import benchmark_search_instances
+    from pyg_routing.training.search_predictor import SearchJob
 
     if names is not None and names.strip().lower() == "paper":
         from pyg_routing.probes.paper_nds_values import x_table
@@ -111,6 +113,7 @@ def instance_jobs(paths: Sequence[str], data_dir: str | None = None) -> list[Sea
     and open routes kept; the gap where a best-known value is known (``bks.csv``, a
     ``.sol`` file beside it, the paper's X table), else none."""
     from pyg_routing.data.search_inputs import load_search_instance
+    from pyg_routing.training.search_predictor import SearchJob
 
     jobs: list[SearchJob] = []
     for path in paths:
@@ -143,6 +146,7 @@ def add_reference(spec: Generated, rows: list[dict[str, Any]], solver: str, seco
     """The reference cost of every generated instance (``solver`` for ``seconds`` each,
     solved once and cached under ``root``) and the gap to it, into ``rows``."""
     from pyg_routing.commands.train import reference_costs
+    from pyg_routing.search import gap_percent
 
     extra = {k: v for k, v in spec.generator.items() if k != "preset"}
     ref = reference_costs(spec.problem, spec.num_customers, spec.count, spec.seed, seconds,
@@ -159,6 +163,7 @@ def search_jobs(workers: Workers, jobs: list[SearchJob], search: Any, stop: Any,
     trained policy runs on ``workers.accelerator``, a baseline on the CPU. Returns the
     job results on rank 0 (else ``None``) and the workers' ``threads`` and ``device``
     (type)."""
+    from pyg_routing.training.fit import check_trainer
     from pyg_routing.training.search_predictor import SearchPredictor, run_jobs
 
     accelerator = workers.accelerator if trained else "cpu"

@@ -15,23 +15,24 @@ from typing import Any
 from pyg_routing.commands.dataset import Parsed, add_data_options, data_kwargs
 from pyg_routing.commands.grammar import (
     CommandParser,
+    accepts,
     count,
     normalize,
     positive,
     seed_value,
     typed,
 )
-from pyg_routing.data.generators import PROBLEMS
+from pyg_routing.data.problems import PROBLEMS
 from pyg_routing.errors import RoutingError
+from pyg_routing.probes import definitions
 from pyg_routing.probes import paper_values as paper
-from pyg_routing.probes.anisometry import DEFINITION as ANISOMETRY_DEFINITION
-from pyg_routing.probes.entropy import DEFINITION as ENTROPY_DEFINITION
-from pyg_routing.probes.spearman import DEFINITION as SPEARMAN_DEFINITION
 
+#: probe -> (summary, definition)
 PROBES = {"anisometry": ("CV, max/min and residual MAD of routes (Tab. 1)",
-                         ANISOMETRY_DEFINITION),
-          "entropy": ("depot-angle entropy per within-route position", ENTROPY_DEFINITION),
-          "spearman": ("Spearman probes D1-D3 of the encodings (Tab. 3)", SPEARMAN_DEFINITION)}
+                         definitions.ANISOMETRY),
+          "entropy": ("depot-angle entropy per within-route position", definitions.ENTROPY),
+          "spearman": ("Spearman probes D1-D3 of the encodings (Tab. 3)",
+                       definitions.SPEARMAN)}
 
 
 def _common_args(p: CommandParser) -> None:
@@ -56,6 +57,7 @@ def _common_args(p: CommandParser) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
+@accepts("even integer >= 2")
 def _even_width(value: str) -> int:
     """An option type: an even integer >= 2 (the sinusoidal encodings' sine/cosine
     channel pairs)."""
@@ -138,13 +140,13 @@ def run(parsed: Parsed) -> dict[str, Any]:
         row = paper.paper_problem_key(args.problem, args.num_customers)
         from pyg_routing.probes.anisometry import anisometry
 
-        out.update(definition=ANISOMETRY_DEFINITION, ours=anisometry(ds),
+        out.update(definition=definitions.ANISOMETRY, ours=anisometry(ds),
                    paper_row=row, paper=paper.ANISOMETRY.get(row),
                    paper_table=paper.ANISOMETRY)
     elif args.probe == "entropy":
         from pyg_routing.probes.entropy import hierarchy_entropy
 
-        out.update(definition=ENTROPY_DEFINITION, ours=hierarchy_entropy(ds),
+        out.update(definition=definitions.ENTROPY, ours=hierarchy_entropy(ds),
                    paper={k: (list(v) if isinstance(v, tuple) else v)
                           for k, v in paper.HIERARCHY_ENTROPY.items()})
     else:
@@ -162,7 +164,7 @@ def run(parsed: Parsed) -> dict[str, Any]:
         ours = spearman_probe(ds, encoders, num_pairs=args.pairs, seed=args.probe_seed,
                               batch_size=args.batch_size)
         matched = {name: paper.paper_key(name) for name in ours}
-        out.update(definition=SPEARMAN_DEFINITION, encodings=args.encodings,
+        out.update(definition=definitions.SPEARMAN, encodings=args.encodings,
                    num_pairs=args.pairs, dim=args.dim, ours=ours,
                    paper_rows=matched,
                    paper={n: (paper.SPEARMAN[k] if k else None) for n, k in matched.items()},

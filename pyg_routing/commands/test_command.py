@@ -95,8 +95,8 @@ def parse_test_command(prog: str, description: str, argv: Sequence[str],
     if trained is not None and named != trained:
         raise ValueError(f"--backbone {named} conflicts with checkpoint {path}, which is a "
                          f"{trained} policy")
-    cls = backbones.get(named).config_class
-    parser = test_parser(prog, description, cls, tuple(backbones.available()), add_options,
+    cls = backbones.config_class(named)
+    parser = test_parser(prog, description, cls, backbones.names(), add_options,
                          tuple(sorted((defaults or {}).items())))
     start: list[str] = []
     model: dict[str, Any] = {}
@@ -127,7 +127,7 @@ def test_parser(prog: str, description: str, cls: type[BackboneConfig],
                 registered: tuple[str, ...], add_options: Callable[[CommandParser], None],
                 defaults: tuple[tuple[str, Any], ...]) -> CommandParser:
     """The parser of a test command for one backbone (built once per process)."""
-    others = {b: backbones.get(b).config_class for b in registered if b != cls.backbone}
+    others = {b: backbones.config_class(b) for b in registered if b != cls.backbone}
     parser = CommandParser(prog=prog, description=description,
                            foreign=foreign_options(cls, others), backbone=cls.backbone)
     add_config_options(parser, "recipe or overlay (its problem, data and test sections)")

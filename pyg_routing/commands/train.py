@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import torch
-
 from pyg_routing import recipes
 from pyg_routing.commands.grammar import (
     CommandParser,
@@ -34,7 +32,6 @@ from pyg_routing.commands.grammar import (
 )
 from pyg_routing.training import backbones
 from pyg_routing.training.config import BackboneConfig
-from pyg_routing.training.fit import fit
 from pyg_routing.training.sections import Section, bound
 
 #: the backbone of a command line that names none
@@ -85,15 +82,14 @@ def parse_recipe_command(prog: str, description: str, argv: Sequence[str],
         ValueError: a value the configuration refuses, naming its option.
     """
     backbone, full = backbone_of(argv, DEFAULT_BACKBONE)
-    lightning = backbones.get(backbone)
-    cls = lightning.config_class
+    cls = backbones.config_class(backbone)
     start: list[str] = []
     recipe = full
     if full is None:
         recipe = default_recipe(backbone, argv, cls)
         if recipe is not None:
             start = ["--config", str(recipes.path(recipe))]
-    parser = recipe_parser(prog, description, cls, tuple(backbones.available()), add_options)
+    parser = recipe_parser(prog, description, cls, backbones.names(), add_options)
     namespace = parser.parse_args([*start, *argv])
     values = config_values(namespace, cls)
     if config_overrides is not None:
@@ -159,8 +155,7 @@ def recipe_parser(prog: str, description: str, cls: type[BackboneConfig],
                   add_options: Callable[[CommandParser], None]) -> CommandParser:
     """The parser of a recipe command for one backbone's configuration ``cls`` (built
     once per process: reading the dataclasses' docstrings is most of the cost)."""
-    others = {b: backbones.get(b).config_class for b in registered
-              if b != cls.backbone}
+    others = {b: backbones.config_class(b) for b in registered if b != cls.backbone}
     parser = CommandParser(prog=prog, description=description,
                            foreign=foreign_options(cls, others), backbone=cls.backbone)
     add_recipe(parser, cls, list(registered))
@@ -212,6 +207,8 @@ def run_train(command: RecipeCommand) -> dict[str, Any]:
                      "applies to --resume only (how its checkpoint is read)", o)
     if o.max_minutes is not None and not 0 < o.max_minutes < float("inf"):
         raise ValueError(f"--max_minutes must be a finite number > 0, got {o.max_minutes}")
+    from pyg_routing.training.fit import fit  # torch and Lightning: not for --help
+
     out = Path(o.out) / f"{c.backbone}_{c.problem}{c.num_customers}_{c.pe}"
     return fit(c, out, max_minutes=o.max_minutes, resume=o.resume,
                progress=not o.no_progress and not o.json, verbose=o.verbose,
@@ -221,10 +218,12 @@ def run_train(command: RecipeCommand) -> dict[str, Any]:
 def reference_costs(problem: str, num_customers: int, count: int, seed: int,
                     time_limit: float, root: str, solver: str = "auto",
                     preset: str = "paper", generator_kwargs: dict | None = None,
-                    progress: bool = False) -> torch.Tensor:
-    """``[count]`` reference costs of ``make_generator(problem, n, seed, preset=preset,
-    **generator_kwargs).sample(count)`` by ``solver`` (``auto``: PyVRP), solved once and
-    cached under ``root`` (a :class:`RoutingDataset`)."""
+                    progress: bool = False) -> Any:
+    """``[count]`` reference costs (float64 tensor) of ``make_generator(problem, n, seed,
+    preset=preset, **generator_kwargs).sample(count)`` by ``solver`` (``auto``: PyVRP),
+    solved once and cached under ``root`` (a :class:`RoutingDataset`)."""
+    import torch
+
     from pyg_routing.data.dataset import RoutingDataset
     from pyg_routing.data.solvers.parallel import resolve_solver
 

@@ -1,72 +1,44 @@
-"""Routing instances and solutions as PyG data, generators, datasets and solvers."""
+"""Routing instances and solutions as PyG data, generators, datasets and solvers.
 
-from pyg_routing.data.benchmarks import BenchmarkDataset, load_instance, read_bks
-from pyg_routing.data.dataset import RoutingDataset
-from pyg_routing.data.generators import (
-    CVRPGenerator,
-    PCVRPGenerator,
-    PDTSPGenerator,
-    TSPGenerator,
-    VRPTWGenerator,
-    make_generator,
-)
-from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.data.nds_generators import (
-    NDSCVRPGenerator,
-    NDSPCVRPGenerator,
-    NDSVRPTWGenerator,
-    XCVRPGenerator,
-    load_nds_file,
-    nds_test_set,
-)
-from pyg_routing.data.presets import PRESETS
-from pyg_routing.data.problems import Problem, capacity_for
-from pyg_routing.data.route_quantities import (
-    RouteQuantities,
-    dense_route_quantities,
-    edge_index_from_successors,
-    edge_index_from_tours,
-    route_quantities,
-)
-from pyg_routing.data.routing_data import RoutingData
-from pyg_routing.data.search_inputs import (
-    SearchInstance,
-    benchmark_search_instances,
-    load_search_instance,
-    search_instances,
-)
-from pyg_routing.data.solvers.parallel import stack_instances
+Every name below is imported from its submodule on first use
+(:mod:`pyg_routing._lazy`).
+"""
 
-__all__ = [
-    "BenchmarkDataset",
-    "CVRPGenerator",
-    "NDSCVRPGenerator",
-    "NDSPCVRPGenerator",
-    "NDSVRPTWGenerator",
-    "PRESETS",
-    "PCVRPGenerator",
-    "PDTSPGenerator",
-    "Problem",
-    "RouteQuantities",
-    "RoutingData",
-    "RoutingDataset",
-    "RoutingInstances",
-    "SearchInstance",
-    "TSPGenerator",
-    "VRPTWGenerator",
-    "XCVRPGenerator",
-    "benchmark_search_instances",
-    "capacity_for",
-    "dense_route_quantities",
-    "edge_index_from_successors",
-    "edge_index_from_tours",
-    "load_instance",
-    "load_search_instance",
-    "load_nds_file",
-    "make_generator",
-    "nds_test_set",
-    "read_bks",
-    "route_quantities",
-    "search_instances",
-    "stack_instances",
-]
+from pyg_routing._lazy import lazy_exports
+
+#: public name -> the submodule that defines it
+_EXPORTS = {
+    "benchmark_search_instances": "search_inputs",
+    "BenchmarkDataset": "benchmarks",
+    "capacity_for": "problems",
+    "CVRPGenerator": "generators",
+    "dense_route_quantities": "route_quantities",
+    "edge_index_from_successors": "route_quantities",
+    "edge_index_from_tours": "route_quantities",
+    "load_instance": "benchmarks",
+    "load_nds_file": "nds_generators",
+    "load_search_instance": "search_inputs",
+    "make_generator": "generators",
+    "nds_test_set": "nds_generators",
+    "NDSCVRPGenerator": "nds_generators",
+    "NDSPCVRPGenerator": "nds_generators",
+    "NDSVRPTWGenerator": "nds_generators",
+    "PCVRPGenerator": "generators",
+    "PDTSPGenerator": "generators",
+    "PRESETS": "presets",
+    "Problem": "problems",
+    "read_bks": "benchmarks",
+    "route_quantities": "route_quantities",
+    "RouteQuantities": "route_quantities",
+    "RoutingData": "routing_data",
+    "RoutingDataset": "dataset",
+    "RoutingInstances": "instances",
+    "search_instances": "search_inputs",
+    "SearchInstance": "search_inputs",
+    "stack_instances": "solvers.parallel",
+    "TSPGenerator": "generators",
+    "VRPTWGenerator": "generators",
+    "XCVRPGenerator": "nds_generators",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

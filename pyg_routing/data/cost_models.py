@@ -31,11 +31,7 @@ from torch import Tensor
 
 from pyg_routing.data.generator_options import count_option, number_option
 from pyg_routing.errors import InvalidInstanceError
-
-#: The generators' cost models (option ``costs``).
-COST_MODELS = ("euclidean", "streets")
-#: Defaults of the ``streets`` model: a 10 x 10 grid, every inner street one-way.
-DEFAULT_GRID, DEFAULT_ONE_WAY = 10, 1.0
+from pyg_routing.options import COST_MODELS, DEFAULT_GRID, DEFAULT_ONE_WAY
 
 
 def street_costs(pos: Tensor, directions: Tensor, grid: int) -> Tensor:

@@ -13,16 +13,12 @@ import math
 import torch
 from torch import Tensor
 
-from pyg_routing.data.cost_models import (
-    DEFAULT_GRID,
-    DEFAULT_ONE_WAY,
-    check_cost_model,
-    sample_costs,
-)
+from pyg_routing.data.cost_models import check_cost_model, sample_costs
 from pyg_routing.data.generator_options import batch_count, count_option, number_option
 from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.data.problems import Problem, capacity_for
+from pyg_routing.data.problems import PROBLEMS, Problem, capacity_for
 from pyg_routing.errors import InvalidInstanceError
+from pyg_routing.options import DEFAULT_GRID, DEFAULT_ONE_WAY
 
 DISTRIBUTIONS = ("uniform", "clustered")
 
@@ -325,8 +321,8 @@ GENERATORS: dict[Problem, type[_Generator]] = {
     Problem.TSP: TSPGenerator, Problem.CVRP: CVRPGenerator, Problem.VRPTW: VRPTWGenerator,
     Problem.PCVRP: PCVRPGenerator, Problem.PDTSP: PDTSPGenerator,
 }
-#: Names of the problems with a generator (the commands' ``--problem`` choices).
-PROBLEMS = tuple(p.value for p in GENERATORS)
+if tuple(p.value for p in GENERATORS) != PROBLEMS:   # the commands' --problem choices
+    raise ImportError(f"GENERATORS {tuple(GENERATORS)} differ from problems.PROBLEMS")
 
 
 __all__ = ["DISTRIBUTIONS", "GENERATORS", "PROBLEMS", "CVRPGenerator", "PCVRPGenerator",

@@ -27,6 +27,7 @@ from pyg_routing.data.paper_generators import GENERATORS
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.x_generator import ROUTE_SIZES
 from pyg_routing.errors import InvalidInstanceError
+from pyg_routing.options import PRESET_NAMES
 
 #: The preset every entry point defaults to.
 DEFAULT_PRESET = "paper"
@@ -101,6 +102,9 @@ PRESETS: dict[str, Preset] = {
         "nds_clustered", "Tab. 6 clustered: " + SHIFT_DEFINITIONS["nds_clustered"],
         {Problem.CVRP: XCVRPGenerator}),
 }
+if tuple(PRESETS) != PRESET_NAMES:     # the command line's vocabulary must name these
+    raise ImportError(f"PRESETS {tuple(PRESETS)} differ from options.PRESET_NAMES "
+                      f"{PRESET_NAMES}")
 
 
 def preset_table() -> str:

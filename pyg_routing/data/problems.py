@@ -85,3 +85,8 @@ def capacity_for(num_customers: int) -> int:
     if n > 20:
         return 30 + n // 5
     return 30
+
+
+#: Names of the problems with a generator (the commands' ``--problem`` choices):
+#: every problem but PDPTW, which only the Li & Lim benchmark files bring
+PROBLEMS = tuple(p.value for p in Problem if p is not Problem.PDPTW)

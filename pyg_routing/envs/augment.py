@@ -11,21 +11,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from pyg_routing.options import NUM_SYMMETRIES, check_augment
+
 #: ``(a, b, c, d)``: ``(dx, dy) -> (a dx + b dy, c dx + d dy)``; identity first.
 SYMMETRIES = (
     (1, 0, 0, 1), (0, -1, 1, 0), (-1, 0, 0, -1), (0, 1, -1, 0),    # rotations
     (1, 0, 0, -1), (-1, 0, 0, 1), (0, 1, 1, 0), (0, -1, -1, 0),    # reflections
 )
-
-
-def check_augment(num: int, distinct: bool = True) -> None:
-    """Refuse an augmentation count outside ``1 .. 8`` (``distinct`` symmetries; drawn at
-    random, any count ``>= 1``), naming it."""
-    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
-        raise ValueError(f"augment must be an integer >= 1, got {num!r}")
-    if distinct and num > len(SYMMETRIES):
-        raise ValueError(f"augment must be an integer in 1..{len(SYMMETRIES)}, got {num!r} "
-                         f"(the distinct symmetries of the square)")
+if len(SYMMETRIES) != NUM_SYMMETRIES:     # the count the options' checks use
+    raise ImportError(f"{len(SYMMETRIES)} symmetries, options.NUM_SYMMETRIES says "
+                      f"{NUM_SYMMETRIES}")
 
 
 def random_symmetries(num: int, generator: torch.Generator | None = None) -> list[int]:

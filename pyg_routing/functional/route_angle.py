@@ -26,8 +26,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-#: XPE's choices: the per-node angle, or one of the per-route aggregations
-AGGREGATIONS = ("node", "mean", "circular_mean", "demand_mean", "median", "midpoint")
+from pyg_routing.options import AGGREGATIONS
 
 
 def check_aggregation(aggregation: str) -> None:

@@ -31,13 +31,7 @@ import math
 import torch
 from torch import Tensor
 
-DIRECTIONS = ("aware", "invariant")
-#: IPE's phase: the distance along the route (the paper's IPE) or the within-route index
-#: (Tab. 8's "index-based" ablation)
-PHASES = ("distance", "index")
-FREQUENCIES = ("harmonic", "geometric")
-#: IPE amplitude schedules and their exponent ``p`` (channel ``k`` scaled by ``(k+1)^-p``).
-AMPLITUDES = {"inverse_square": 2.0, "inverse": 1.0, "flat": 0.0}
+from pyg_routing.options import AMPLITUDES, DIRECTIONS, FREQUENCIES
 
 
 def ipe_frequencies(num: int, dim: int, frequencies: str = "harmonic", base: float = 1e4,

@@ -24,15 +24,7 @@ from pyg_routing.functional.chunks import (
 from pyg_routing.functional.index_pe import dense_route_inputs
 from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
-
-#: Named ways the first layer's weights on the node code start (see :class:`GPSEncoder`);
-#: a number ``s >= 0`` is accepted too (a code block ``s`` times PyTorch's own draw).
-PE_INITS = ("zero", "default")
-#: Local message passing over the route graph (see :class:`GPSEncoder`).
-LOCAL_MPS = ("directed", "undirected", "none")
-#: the encoders a backbone with an architecture of its own (N2S, NDS) can take: its
-#: own (``native``, for fidelity to the original) or this one (``gps``)
-ENCODERS = ("native", "gps")
+from pyg_routing.options import ENCODERS, LOCAL_MPS, check_pe_init
 
 
 def check_encoder(encoder: str) -> str:
@@ -85,22 +77,6 @@ def _derived_generator(like: Tensor) -> torch.Generator:
                              person=b"pe_init").digest()
     return torch.Generator(device=like.device).manual_seed(
         int.from_bytes(digest, "little") >> 1)
-
-
-def check_pe_init(pe_init: str | float) -> str | float:
-    """``pe_init`` as ``"zero"``, ``"default"`` or a finite float ``>= 0`` (a string
-    such as ``"0.25"``, as the CLI passes it, becomes the float); anything else is
-    refused with the valid choices."""
-    if isinstance(pe_init, str) and pe_init in PE_INITS:
-        return pe_init
-    try:
-        scale = float(pe_init)
-    except (TypeError, ValueError):
-        scale = float("nan")
-    if isinstance(pe_init, bool) or not (scale >= 0.0 and math.isfinite(scale)):
-        raise ValueError(f"unknown pe_init {pe_init!r}; choose from {PE_INITS} or a "
-                         f"number >= 0 (the code block's scale)")
-    return scale
 
 
 def slice_inputs(inputs: dict[str, Tensor | None], sl: slice) -> dict[str, Tensor | None]:

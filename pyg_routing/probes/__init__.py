@@ -8,31 +8,27 @@
   the desiderata D1-D3 (Tab. 3).
 * :mod:`~pyg_routing.probes.paper_values`: the paper's numbers, as data.
 * :mod:`~pyg_routing.commands.probe`: the ``pyg-routing probe`` command.
+
+Every name below is imported from its submodule on first use
+(:mod:`pyg_routing._lazy`).
 """
 
-from pyg_routing.probes.anisometry import RouteAnisometry, anisometry, route_anisometry
-from pyg_routing.probes.entropy import hierarchy_entropy, normalized_entropy
-from pyg_routing.probes.spearman import (
-    ProbePairs,
-    builtin_encodings,
-    pairwise,
-    paper_encodings,
-    sample_pairs,
-    spearman,
-    spearman_probe,
-)
+from pyg_routing._lazy import lazy_exports
 
-__all__ = [
-    "ProbePairs",
-    "RouteAnisometry",
-    "anisometry",
-    "builtin_encodings",
-    "hierarchy_entropy",
-    "normalized_entropy",
-    "pairwise",
-    "paper_encodings",
-    "route_anisometry",
-    "sample_pairs",
-    "spearman",
-    "spearman_probe",
-]
+#: public name -> the submodule that defines it
+_EXPORTS = {
+    "anisometry": "anisometry",
+    "builtin_encodings": "spearman",
+    "hierarchy_entropy": "entropy",
+    "normalized_entropy": "entropy",
+    "pairwise": "spearman",
+    "paper_encodings": "spearman",
+    "ProbePairs": "spearman",
+    "route_anisometry": "anisometry",
+    "RouteAnisometry": "anisometry",
+    "sample_pairs": "spearman",
+    "spearman": "spearman",
+    "spearman_probe": "spearman",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,37 +1,5 @@
-r"""Anisometry of routes (paper Sec. 3.1, Tab. 1).
-
-For every route ``(x_0, v_1, ..., v_m, x_0)`` with ``m >= 2`` customers, over a whole
-dataset of solutions, with edges ``e_0 = |x_0 v_1|, e_1 = |v_1 v_2|, ..., e_m =
-|v_m x_0|`` (``m + 1`` edges, the two depot edges included):
-
-* **CV**: coefficient of variation of the edge lengths, ``std(e) / mean(e)``
-  (population standard deviation, ``ddof = 0``).
-* **max/min**: ``max(e) / min(e)``. Zero-length edges (a customer on the depot or
-  on the previous customer) would make this infinite, so the minimum is taken over
-  the edges longer than ``1e-9 * mean(e)``; a route with fewer than two such edges
-  gets no ratio and is left out of the max/min aggregate only.
-* **MAD**: the ordinary least-squares line ``d ≈ a + b i`` through the ``m + 2``
-  points ``(0, 0), (1, d_1), ..., (m, d_m), (m + 1, d_L)`` (the paper's ``i = 1..L``
-  with the depot at both ends, here numbered from 0, which does not change the
-  residuals); MAD is the median of the absolute residuals ``|d_i - a - b i|``
-  divided by the route's mean edge ``d_L / (m + 1)``. (The residuals of a
-  least-squares fit have mean zero, so this is the median absolute deviation of
-  the residuals about zero.)
-* **MAD (customers only)**, reported as ``mad_customers`` beside the main one:
-  the same fit over the customers ``(1, d_1), ..., (m, d_m)`` only, in units of
-  the mean customer-to-customer edge ``(d_m - d_1) / (m - 1)``. The paper's text
-  does not say whether the depot visits enter the fit; this variant leaves them out.
-
-Aggregate: the unweighted mean over all routes of the dataset (every route counts
-once, whatever its length or instance); medians and the route count are reported
-too. A statistic that is undefined for a route (NaN: a route of length 0, or
-max/min without two non-zero edges) is left out of that statistic's aggregate.
-Edge lengths are Euclidean in the data's ``pos`` units; all three statistics are
-scale-free, so normalized and raw coordinates give the same numbers.
-
-Everything is computed with scatter ops and one segmented sort over a PyG
-``Batch``; there is no Python loop over routes or instances.
-"""
+"""Anisometry of routes (paper Sec. 3.1, Tab. 1): CV, max/min and residual MAD of the
+edge lengths, over a dataset of solutions; :data:`DEFINITION` states them exactly."""
 
 from __future__ import annotations
 
@@ -45,9 +13,11 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import scatter
 
 from pyg_routing.errors import NoSolutionError
+from pyg_routing.probes.definitions import ANISOMETRY
 
-#: The definitions above (shown by ``pyg-routing probe anisometry --help``).
-DEFINITION = __doc__
+#: The definitions (shown by ``pyg-routing probe anisometry --help``).
+DEFINITION = ANISOMETRY
+__doc__ = f"{__doc__}\n{DEFINITION}\n"
 
 #: Edges shorter than this fraction of the route's mean edge are ignored by max/min.
 ZERO_EDGE_TOL = 1e-9

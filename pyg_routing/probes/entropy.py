@@ -17,26 +17,9 @@ from torch import Tensor
 from torch_geometric.data import Batch, Data
 
 from pyg_routing.probes.anisometry import as_batch, node_route_id
+from pyg_routing.probes.definitions import ENTROPY, MIN_SAMPLES, NUM_BINS, POSITIONS
 
-#: Number of equal-width angle bins on [-pi, pi).
-NUM_BINS = 16
-#: Within-route positions probed (1-based; k = 1 is the first customer).
-POSITIONS = tuple(range(2, 16))
-#: Positions with fewer pooled customers than this are skipped (reported as None).
-MIN_SAMPLES = 10 * NUM_BINS
-
-DEFINITION = f"""\
-Hierarchy entropy (our fixed definition of the paper's vague one): for each
-within-route position k in {POSITIONS[0]}..{POSITIONS[-1]} (1-based, depot = 0), take
-the customers at position k of every route of every instance of the dataset
-(pooled over instances: one instance has only ~10 routes, too few for a
-histogram); bin their depot-relative angles theta = atan2(y - y0, x - x0) into
-B = {NUM_BINS} equal bins on [-pi, pi); the normalized entropy is the plug-in
-(maximum-likelihood) Shannon entropy of the bin frequencies divided by log B,
-in [0, 1] (0: all in one bin, 1: uniform). A position with fewer than
-{MIN_SAMPLES} customers (10 B; the plug-in bias is then < ~0.02) is skipped and
-reported as null. Reported: the per-k values and counts, their mean over the
-kept k (the paper's 0.992) and their minimum (the paper's 0.953)."""
+DEFINITION = ENTROPY
 
 __doc__ = f"{__doc__}\n{DEFINITION}\n"
 

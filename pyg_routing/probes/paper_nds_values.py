@@ -13,8 +13,6 @@ from __future__ import annotations
 import csv
 from functools import cache
 
-from pyg_routing.data.benchmarks import PAPER_X_TABLE
-
 #: Tab. 5: ``(problem, customers) -> {method: (objective, gap %)}`` (reference gap None)
 #: with the time limit in seconds, on NDS's test sets (128 CVRP-500, 100 CVRP-1000/2000,
 #: 250 VRPTW / PCVRP instances).
@@ -58,6 +56,8 @@ X_AVERAGE_GAP = {"NDS": 4.110, "IPE+XPE": 2.828}
 def x_table() -> dict[str, dict[str, float]]:
     """Tab. 7 per instance: ``name -> {bks, nds_objective, nds_gap_percent,
     ipexpe_objective, ipexpe_gap_percent}``."""
+    from pyg_routing.data.benchmarks import PAPER_X_TABLE  # PyG: not for --help
+
     with PAPER_X_TABLE.open() as f:
         return {row.pop("instance"): {k: float(v) for k, v in row.items()}
                 for row in csv.DictReader(f)}

@@ -18,36 +18,14 @@ from torch_geometric.data import Batch, Data
 
 from pyg_routing.errors import RoutingError
 from pyg_routing.probes.anisometry import as_batch, node_graph, node_route_id
+from pyg_routing.probes.definitions import SPEARMAN
 
 # Encoder and its tags are defined in encoder_kinds, below representations (which this
 # module imports for paper_encodings); re-exported here, where users import them from.
 from pyg_routing.probes.encoder_kinds import Encoder, node, pairwise, pe_kind
 from pyg_routing.probes.representations import probe_representations
 
-DEFINITION = """\
-Spearman probes (our fixed reading of the paper's Tab. 3). Nodes are customers
-(depots and unvisited customers are never sampled). With a seeded generator we
-draw num_pairs same-route pairs (i uniform over customers of routes with >= 2
-customers, j uniform over the other customers of i's route) and num_pairs
-cross-route pairs (i uniform over customers whose instance has another route,
-j uniform over the customers of that instance on other routes); sampling is with
-replacement (no cross-route pairs when every instance has a single route: D3
-is then null). For every encoding the pair dissimilarity is ||PE(i) - PE(j)||_2 for
-a per-node PE [N, D], or the entry [i, j] of a pairwise [N, N] output (or of
-the instance's block of a dense [B, n_max, n_max] one).
-  D1 = Spearman(dissimilarity, |d_i - d_j|) over the same-route pairs
-       (d = cumulative travel distance from the depot along the route).
-  D2 = Spearman(dissimilarity, min(|d_i - d_j|, d_L - |d_i - d_j|)) over the
-       same-route pairs (cyclic arc distance, d_L = route length).
-  D3 = Spearman(dissimilarity, 1[route(i) != route(j)]) over both pair sets
-       (balanced: half same-route, half cross-route, all within one instance).
-       This is the pairwise form of the paper's "ratio of mean inter-route to
-       intra-route distance": it is > 0 exactly when cross-route pairs rank
-       farther apart than same-route pairs (rank-biserial correlation, at most
-       sqrt(3)/2 = 0.866 for a perfect separation of the balanced sets).
-  D3_ratio = mean dissimilarity of the cross-route pairs / mean over the
-       same-route pairs (the paper's ratio itself, reported alongside).
-A constant dissimilarity (e.g. no encoding) gives null."""
+DEFINITION = SPEARMAN
 
 __doc__ = f"{__doc__}\n{DEFINITION}\n"
 

@@ -25,8 +25,9 @@ from torch import Tensor, nn
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.type_checks import not_a_batch
-from pyg_routing.envs.augment import check_augment, random_symmetries
+from pyg_routing.envs.augment import random_symmetries
 from pyg_routing.envs.base import BatchedState, ImprovementEnv
+from pyg_routing.options import check_augment
 from pyg_routing.search.acceptance import Acceptance, AlwaysAccept
 from pyg_routing.search.result import SearchResult
 from pyg_routing.search.stop import StoppingCriterion, budget, check_stop

@@ -10,19 +10,31 @@
 * :mod:`.nds`: NDS's removal policy trained by winner-takes-all policy gradient in the
   destroy-and-repair search (:class:`NDSLightning`);
 * :mod:`.backbones`: the registry behind ``--backbone`` and :func:`load_policy`.
+
+Every name below is imported from its submodule on first use
+(:mod:`pyg_routing._lazy`).
 """
 
-from pyg_routing.training.backbones import load_policy
-from pyg_routing.training.base import ImprovementLightning
-from pyg_routing.training.callbacks import ValidationCurve
-from pyg_routing.training.config import BackboneConfig
-from pyg_routing.training.dact import DACTConfig, DACTLightning
-from pyg_routing.training.datamodule import EpochBatchSampler, GeneratedBatches, RoutingDataModule
-from pyg_routing.training.n2s import N2SConfig, N2SLightning
-from pyg_routing.training.nds import NDSConfig, NDSLightning, winner_takes_all_loss
-from pyg_routing.training.ppo import PPOLightning, PPOTrain
+from pyg_routing._lazy import lazy_exports
 
-__all__ = ["BackboneConfig", "DACTConfig", "DACTLightning", "EpochBatchSampler",
-           "GeneratedBatches", "ImprovementLightning", "N2SConfig", "N2SLightning",
-           "NDSConfig", "NDSLightning", "PPOLightning", "PPOTrain", "RoutingDataModule",
-           "ValidationCurve", "load_policy", "winner_takes_all_loss"]
+#: public name -> the submodule that defines it
+_EXPORTS = {
+    "BackboneConfig": "config",
+    "DACTConfig": "dact_config",
+    "DACTLightning": "dact",
+    "EpochBatchSampler": "datamodule",
+    "GeneratedBatches": "datamodule",
+    "ImprovementLightning": "base",
+    "load_policy": "backbones",
+    "N2SConfig": "n2s_config",
+    "N2SLightning": "n2s",
+    "NDSConfig": "nds_config",
+    "NDSLightning": "nds",
+    "PPOLightning": "ppo",
+    "PPOTrain": "ppo_config",
+    "RoutingDataModule": "datamodule",
+    "ValidationCurve": "callbacks",
+    "winner_takes_all_loss": "nds",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -8,58 +8,86 @@ its configuration (``config_class``), environment (``make_env``) and policy
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from pyg_routing.data.files import read_torch
 from pyg_routing.data.problems import Problem
-from pyg_routing.models import ImprovementPolicy
-from pyg_routing.training.base import ImprovementLightning
-from pyg_routing.training.dact import DACTLightning
-from pyg_routing.training.n2s import N2SLightning
-from pyg_routing.training.nds import NDSLightning
 
-_BACKBONES: dict[str, type[ImprovementLightning]] = {}
+if TYPE_CHECKING:
+    from pyg_routing.models import ImprovementPolicy
+    from pyg_routing.training.base import ImprovementLightning
+    from pyg_routing.training.config import BackboneConfig
+
+#: The built-in backbones: name -> (its configuration, its ``LightningModule``), each as
+#: ``"module:attribute"``, imported when first asked for: the command line builds its
+#: parsers from the configurations without importing torch or Lightning.
+BUILTIN: dict[str, tuple[str, str]] = {
+    "dact": ("pyg_routing.training.dact_config:DACTConfig",
+             "pyg_routing.training.dact:DACTLightning"),
+    "n2s": ("pyg_routing.training.n2s_config:N2SConfig",
+            "pyg_routing.training.n2s:N2SLightning"),
+    "nds": ("pyg_routing.training.nds_config:NDSConfig",
+            "pyg_routing.training.nds:NDSLightning"),
+}
+#: name -> [configuration, LightningModule], each a class or a path not imported yet
+_BACKBONES: dict[str, list[Any]] = {name: list(paths) for name, paths in BUILTIN.items()}
 
 
 def register(lightning: type[ImprovementLightning]) -> type[ImprovementLightning]:
     """Add a backbone under its configuration's ``backbone`` name."""
-    _BACKBONES[lightning.config_class.backbone] = lightning
+    _BACKBONES[lightning.config_class.backbone] = [lightning.config_class, lightning]
     return lightning
 
 
 def unregister(name: str) -> None:
     """Remove the backbone ``name`` (e.g. one a test registered)."""
-    get(name)
+    _entry(name)
     del _BACKBONES[name]
 
 
-register(DACTLightning)
-register(N2SLightning)
-register(NDSLightning)
+def names() -> tuple[str, ...]:
+    """The registered backbones' names (imports none of them)."""
+    return tuple(_BACKBONES)
 
 
-def available() -> dict[str, str]:
-    """Registered backbone names, each with the problems it supports."""
-    return {name: ", ".join(p.value for p in cls.make_env().problems)
-            for name, cls in _BACKBONES.items()}
+def _entry(name: str) -> list[Any]:
+    if name not in _BACKBONES:
+        raise ValueError(f"unknown backbone {name!r}; choose from {', '.join(_BACKBONES)}")
+    return _BACKBONES[name]
 
 
-def init_choices() -> tuple[str, ...]:
-    """Every initial-solution rule of the registered backbones' environments."""
-    names: dict[str, None] = {}
-    for cls in _BACKBONES.values():
-        names.update(dict.fromkeys(cls.make_env().inits))
-    return tuple(names)
+def _resolve(name: str, which: int) -> Any:
+    entry = _entry(name)
+    if isinstance(entry[which], str):
+        module, attribute = entry[which].split(":")
+        entry[which] = getattr(importlib.import_module(module), attribute)
+    return entry[which]
+
+
+def config_class(name: str) -> type[BackboneConfig]:
+    """The configuration class of a backbone, without importing its model (a built-in
+    one imports no torch); ``ValueError`` lists the names."""
+    return _resolve(name, 0)
 
 
 def get(name: str) -> type[ImprovementLightning]:
     """The ``LightningModule`` class of a backbone; ``ValueError`` lists the names."""
-    if name not in _BACKBONES:
-        raise ValueError(f"unknown backbone {name!r}; choose from {', '.join(_BACKBONES)}")
-    return _BACKBONES[name]
+    return _resolve(name, 1)
+
+
+def available() -> dict[str, str]:
+    """Registered backbone names, each with the problems it supports."""
+    return {name: ", ".join(p.value for p in get(name).make_env().problems)
+            for name in _BACKBONES}
+
+
+def init_choices() -> tuple[str, ...]:
+    """Every initial-solution rule of the registered backbones' environments."""
+    found: dict[str, None] = {}
+    for name in _BACKBONES:
+        found.update(dict.fromkeys(get(name).make_env().inits))
+    return tuple(found)
 
 
 #: How a command line user passes ``trust=True``
@@ -82,6 +110,8 @@ def read_checkpoint(path: str | Path, map_location: Any = "cpu", *,
         CorruptFileError: not a readable PyTorch file.
         ValueError: not a training checkpoint of a registered backbone.
     """
+    from pyg_routing.data.files import read_torch
+
     ckpt = read_torch(path, "checkpoint", map_location=map_location, trust=trust,
                       opt_in=f"trust=True (command line: {TRUST_OPTION})")
     hp = ckpt.get("hyper_parameters") if isinstance(ckpt, dict) else None
@@ -126,6 +156,8 @@ def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = No
         raise ValueError(f"checkpoint {ckpt_path} does not fit the {hp['backbone']} model its "
                          f"hyper-parameters build ({first}); it was probably written by an "
                          f"earlier version of pyg_routing") from None
+    import torch
+
     model.to(map_location if isinstance(map_location, str | torch.device) else "cpu")
     if compiled is not None and hasattr(getattr(model.policy, "decoder", None), "compiled"):
         model.policy.decoder.compiled = compiled

@@ -60,6 +60,9 @@ class BackboneConfig(Section):
     #: the options that shape the weights or what the first layer reads (dotted;
     #: ``encoding`` stands for the options the chosen encoding reads): a resumed run
     #: must match these
+    #: the names of the backbone's non-learned baselines (``--policy``; its
+    #: ``LightningModule.baselines`` builds each)
+    BASELINES: ClassVar[tuple[str, ...]] = ("random",)
     ARCHITECTURE: ClassVar[tuple[str, ...]] = (
         "problem", "pe", "encoding", "model.encoder", "model.dim", "model.heads",
         "model.layers", "model.local_mp")

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from pyg_routing.errors import one_line
 from pyg_routing.training import backbones
 from pyg_routing.training.config import BackboneConfig
 
@@ -69,11 +70,6 @@ def lightning_errors() -> tuple[type[BaseException], ...]:
     from lightning.fabric.utilities.exceptions import MisconfigurationException
 
     return (MisconfigurationException, ValueError, TypeError, ImportError)
-
-
-def one_line(exc: BaseException) -> str:
-    """The message of ``exc`` on one line (Lightning's span several)."""
-    return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
 def _bare_trainer(**options: Any) -> Any:

@@ -52,12 +52,11 @@ from torch import Tensor
 
 from pyg_routing.envs import DeconstructionEnv
 from pyg_routing.errors import CorruptFileError
+from pyg_routing.options import ORIGINALS
 from pyg_routing.training import backbones
 from pyg_routing.training.import_dact import dact_mapping, dact_options
 from pyg_routing.training.original_files import TensorSource, plain, read_original
 
-#: the originals an import reads, with the backbone they become
-ORIGINALS = {"nds": "nds", "n2s": "n2s", "dact": "dact"}
 #: the original keys of a fused query/key/value weight, in messages
 QKV = "W_query|W_key|W_val"
 #: the original N2S's removal-history columns in our order (most recent first)

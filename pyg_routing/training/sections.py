@@ -22,12 +22,20 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
 from pyg_routing import encodings
-from pyg_routing.data.cost_models import COST_MODELS, DEFAULT_GRID, DEFAULT_ONE_WAY
-from pyg_routing.data.presets import PRESETS
-from pyg_routing.functional.route_angle import AGGREGATIONS
-from pyg_routing.functional.route_pe import AMPLITUDES, FREQUENCIES, PHASES
-from pyg_routing.models.gps_encoder import ENCODERS, LOCAL_MPS, check_pe_init
-from pyg_routing.transforms.ipe import IPE_DIRECTIONS
+from pyg_routing.options import (
+    AGGREGATIONS,
+    AMPLITUDES,
+    COST_MODELS,
+    DEFAULT_GRID,
+    DEFAULT_ONE_WAY,
+    ENCODERS,
+    FREQUENCIES,
+    IPE_DIRECTIONS,
+    LOCAL_MPS,
+    PHASES,
+    PRESET_NAMES,
+    check_pe_init,
+)
 
 Frequency = Literal[FREQUENCIES]
 Amplitude = Literal[tuple(AMPLITUDES)]
@@ -35,7 +43,7 @@ Direction = Literal[IPE_DIRECTIONS]
 Phase = Literal[PHASES]
 Aggregation = Literal[AGGREGATIONS]
 CostModel = Literal[COST_MODELS]
-Preset = Literal[tuple(PRESETS)]
+Preset = Literal[PRESET_NAMES]
 Encoder = Literal[ENCODERS]
 LocalMP = Literal[LOCAL_MPS]
 

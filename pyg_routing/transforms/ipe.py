@@ -5,19 +5,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from pyg_routing.functional.route_pe import (
-    AMPLITUDES,
-    DIRECTIONS,
-    FREQUENCIES,
-    PHASES,
-    check_ipe_dim,
-    index_ipe,
-    ipe,
-)
+from pyg_routing.functional.route_pe import check_ipe_dim, index_ipe, ipe
+from pyg_routing.options import AMPLITUDES, FREQUENCIES, PHASES
 from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
-
-#: The transforms' ``direction`` choices: the problem's own variant, or either forced.
-IPE_DIRECTIONS = ("auto", *DIRECTIONS)
 
 
 class IPE(NodeEncoding):

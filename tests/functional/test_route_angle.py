@@ -13,8 +13,9 @@ from torch_geometric.data import Batch
 from pyg_routing import transforms as T
 from pyg_routing.data import CVRPGenerator, RoutingData
 from pyg_routing.errors import NoSolutionError
-from pyg_routing.functional.route_angle import AGGREGATIONS, route_angle
+from pyg_routing.functional.route_angle import route_angle
 from pyg_routing.functional.route_pe import index_ipe, ipe, ipe_amplitudes
+from pyg_routing.options import AGGREGATIONS
 
 PI = math.pi
 # one graph: depot, route 0 = nodes 1..3, route 1 = nodes 4, 5 (straddles the ±π cut),

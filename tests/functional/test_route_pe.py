@@ -8,7 +8,8 @@ import torch_geometric.transforms as T
 from torch_geometric.data import Batch
 
 from pyg_routing.data import CVRPGenerator, RoutingData, VRPTWGenerator
-from pyg_routing.functional.route_pe import AMPLITUDES, ipe, ipe_amplitudes, ipexpe, xpe
+from pyg_routing.functional.route_pe import ipe, ipe_amplitudes, ipexpe, xpe
+from pyg_routing.options import AMPLITUDES
 from pyg_routing.transforms.ipe import IPE
 from pyg_routing.transforms.ipexpe import IPEXPE
 from pyg_routing.transforms.xpe import XPE

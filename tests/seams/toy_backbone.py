@@ -16,7 +16,8 @@ from pyg_routing.envs.base import BatchedState
 from pyg_routing.models import ImprovementPolicy
 from pyg_routing.models.sampling import sample_categorical
 from pyg_routing.training.config import BackboneConfig
-from pyg_routing.training.ppo import PPOLightning, PPOTrain, StepTest, StepValidate
+from pyg_routing.training.ppo import PPOLightning
+from pyg_routing.training.ppo_config import PPOTrain, StepTest, StepValidate
 from pyg_routing.training.sections import ModelOptions, bound
 
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from pyg_routing.cli import main
-from pyg_routing.training.dact import DACTConfig
-from pyg_routing.training.nds import NDSConfig
+from pyg_routing.training.dact_config import DACTConfig
+from pyg_routing.training.nds_config import NDSConfig
 from tests.helpers import tiny_argv
 
 

@@ -13,8 +13,8 @@ from pyg_routing.data.generators import make_generator
 from pyg_routing.envs import PairReinsertionEnv, TwoOptEnv
 from pyg_routing.envs.two_opt.first_fit import first_fit_order
 from pyg_routing.training import backbones
-from pyg_routing.training.dact import DACTConfig, default_init
-from pyg_routing.training.n2s import N2SConfig
+from pyg_routing.training.dact_config import DACTConfig, default_init
+from pyg_routing.training.n2s_config import N2SConfig
 from pyg_routing.training.ppo import clip_grad_norms, sigmoid_curriculum_steps
 
 

@@ -48,7 +48,7 @@ def parse(argv: Sequence[str]) -> Parsed:
     p.add_argument("--out", default="runs/reproduce",
                    help="folder of the cells' results and the tables")
     p.add_argument("--shard", type=parse_shard, default=None,
-                   help="i/n: run only the cells k with k %% n == i-1 (then --collect)")
+                   help="run only the cells i, i+n, i+2n, ... (1-based; then --collect)")
     p.add_argument("--collect", nargs="*", default=None, metavar="OUT",
                    help="only merge finished cells into the table: from the given shard "
                         "folders (default: --out)")

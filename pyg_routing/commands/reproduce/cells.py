@@ -18,6 +18,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pyg_routing.commands.grammar import accepts
 from pyg_routing.commands.reproduce.tables import Cell, Step, TableSpec, extract
 
 #: the options of a training step that a run may set without changing the cell
@@ -35,6 +36,7 @@ class Shard(NamedTuple):
         return f"{self.i}/{self.n}"
 
 
+@accepts("i/n")
 def parse_shard(value: str | Shard) -> Shard:
     """An option type: ``"i/n"`` with ``1 <= i <= n``."""
     if isinstance(value, Shard):              # jsonargparse checks a parsed value again

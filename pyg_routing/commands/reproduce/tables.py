@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyg_routing.commands.reproduce import budgets as B
-from pyg_routing.functional.route_angle import AGGREGATIONS as ROUTE_AGGREGATIONS
-from pyg_routing.functional.route_pe import DIRECTIONS
+from pyg_routing.options import AGGREGATIONS as ROUTE_AGGREGATIONS
+from pyg_routing.options import DIRECTIONS
 from pyg_routing.probes import paper_nds_values as nds_paper
 from pyg_routing.probes import paper_values as paper
 

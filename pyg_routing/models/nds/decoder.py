@@ -38,9 +38,7 @@ from pyg_routing.functional.chunks import needs_grad
 from pyg_routing.models.nds.encoder import merge_heads, split_heads
 from pyg_routing.models.nds.tail import pick_rows
 from pyg_routing.models.sampling import sample_categorical, uniforms
-
-#: Width of PolyNet's binary latent in NDS.
-Z_DIM = 10
+from pyg_routing.options import NDS_Z_DIM as Z_DIM
 
 
 def binary_codes(z_dim: int = Z_DIM, device: torch.device | str | None = None,
