@@ -14,7 +14,7 @@ from pyg_routing.functional.index_pe import dact_cpe
 from pyg_routing.models import DACTPolicy
 from pyg_routing.models.dact.dual_aspect import DualAspectEncoder
 from pyg_routing.search import MaxIterations, StepSearch
-from pyg_routing.training.dact import DACTConfig
+from pyg_routing.training.dact_config import DACTConfig
 from pyg_routing.transforms.dact_cpe import DACTCPE
 
 ALL_PE = list(encodings.available())
@@ -185,3 +185,18 @@ def test_gps_only_options_are_refused_for_the_native_network():
     assert DACTConfig(pe="ipexpe").encoding_spec.options.get("scope") is None
     with pytest.raises(ValueError, match="in_channels=7"):
         DualAspectEncoder(7, dim=16, heads=2).forward_dense(torch.zeros(1, 4, 6))
+
+
+def test_both_critics_read_the_solution_not_its_cost():
+    """The state value depends on the embedded solution only: neither DACT's critic nor the
+    GPS network's reads the current or best cost, whose raw scale made the GPS critic's
+    advantage a constant bias while training was stuck (docs/experiments.md)."""
+    torch.manual_seed(0)
+    env, _, state = _state(b=3)
+    for encoder in ("native", "gps"):
+        policy = DACTPolicy.build("cvrp", pe="ipexpe", encoder=encoder).eval()
+        obs = policy.prepare(env.policy_observation(state))
+        with torch.no_grad():
+            before = policy.value(obs)
+            obs.extra.mul_(10.0).add_(3.0)          # other costs, the same routes
+            torch.testing.assert_close(policy.value(obs), before, rtol=0, atol=0)

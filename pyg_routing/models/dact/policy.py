@@ -23,9 +23,7 @@ from pyg_routing.models.dact.pair_decoder import MoveDecoder, PairDecoder, Value
 from pyg_routing.models.gps_encoder import GPSEncoder, check_encoder, slice_inputs
 from pyg_routing.models.policy import ImprovementPolicy
 from pyg_routing.models.sampling import uniforms
-
-#: options of ``build`` that only the GPS network takes
-GPS_ONLY = ("compiled", "local_mp", "pe_init")
+from pyg_routing.options import DACT_GPS_ONLY as GPS_ONLY
 
 
 class ObservationLike(Protocol):
@@ -98,8 +96,12 @@ class DACTPolicy(ImprovementPolicy):
                        problem=key)
         gps = GPSEncoder(in_channels=width, dim=dim, heads=heads, num_layers=num_layers,
                          pe=pe, pe_dim=pe_dim, num_bands=num_bands, **encoder_kwargs)
+        # The critic reads the node embeddings only, as DACT's own: fed the raw current
+        # and best cost (8-12 on CVRP-20) it made a near-constant negative advantage
+        # while training was stuck, and the policy flattened back towards random moves
+        # on one seed in three (docs/experiments.md, 2026-11-27, the GPS critic)
         return cls(gps, PairDecoder(dim, heads=heads, compiled=compiled),
-                   ValueHead(dim, extra=2, hidden=64), problem=key)
+                   ValueHead(dim, hidden=64), problem=key)
 
     def reset_parameters(self) -> None:
         self.encoder.reset_parameters()
