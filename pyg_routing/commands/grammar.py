@@ -42,6 +42,7 @@ set_parsing_settings(docstring_parse_attribute_docstrings=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
 class _HelpFormatter(DefaultHelpFormatter):
     """jsonargparse's help, with our option types (functions) shown by what they accept
     (``integer >= 1``, :func:`accepts`) instead of a function's repr."""
