@@ -21,6 +21,11 @@ class InvalidSolutionError(RoutingError):
     a node id out of range, the depot inside a route, an empty route, ..."""
 
 
+class UnsupportedProblemError(RoutingError, NotImplementedError):
+    """An environment, a search or a backbone was given a problem or a variant of one
+    (an explicit matrix, open routes, several depots) that it does not support."""
+
+
 class InfeasibleSolutionError(RoutingError):
     """A structurally valid solution violates a constraint of its problem:
     capacity, a time window, or a pickup after its delivery."""

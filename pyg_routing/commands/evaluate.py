@@ -116,7 +116,7 @@ def run(command: TestCommand) -> dict[str, Any] | None:
     stop = budget(c.test.steps, c.test.seconds)
     spec = command.generated()
     if o.instance:
-        jobs = instance_jobs(o.instance, o.data_dir)
+        jobs = instance_jobs(o.instance, o.data_dir, lightning.make_env(c))
     elif o.benchmark:
         jobs = x_jobs(o.data_dir, o.names, o.max_customers)
     else:           # a step backbone: one batch per worker; NDS: a budget per instance

@@ -107,17 +107,22 @@ def x_jobs(data_dir: str | None, names: str | None = None,
     return jobs
 
 
-def instance_jobs(paths: Sequence[str], data_dir: str | None = None) -> list[SearchJob]:
+def instance_jobs(paths: Sequence[str], data_dir: str | None = None,
+                  env: Any = None) -> list[SearchJob]:
     """One job per instance file (``--instance FILE``, repeatable: any format the
-    readers know, or a bundled instance's name), in the file's own scale with its matrix
-    and open routes kept; the gap where a best-known value is known (``bks.csv``, a
-    ``.sol`` file beside it, the paper's X table), else none."""
+    readers know, or a bundled instance's name), in the file's own scale with its matrix,
+    open routes and depots kept; the gap where a best-known value is known (``bks.csv``,
+    a ``.sol`` file beside it, the paper's X table), else none. ``env``: the backbone's
+    environment, whose variants each file must be (checked before anything runs or is
+    written)."""
     from pyg_routing.data.search_inputs import load_search_instance
     from pyg_routing.training.search_predictor import SearchJob
 
     jobs: list[SearchJob] = []
     for path in paths:
         one = load_search_instance(path, data_dir=data_dir)
+        if env is not None:
+            env.check_variant(one.instances)
         jobs.append(SearchJob(len(jobs), len(jobs), [one.name], one.instances, [one.data],
                               [one.bks]))
     return jobs

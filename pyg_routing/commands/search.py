@@ -131,7 +131,7 @@ def run(command: TestCommand) -> dict[str, Any] | None:
     remove = search.remove
     searcher = policy if policy is not None else make_destroy(o.destroy, remove)
     spec = command.generated()
-    jobs = (instance_jobs(o.instance, o.data_dir) if o.instance
+    jobs = (instance_jobs(o.instance, o.data_dir, command.lightning.make_env(c)) if o.instance
             else x_jobs(o.data_dir, o.names, o.max_customers) if o.benchmark
             else generated_jobs(spec))
     check_remove(jobs, remove, o.destroy, "test.remove" in command.typed,

@@ -40,8 +40,9 @@ from pyg_routing.data.feasibility import check_servable_alone
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError, InvalidInstanceError, InvalidSolutionError
 
-#: Instance file formats this module reads.
-FORMATS = ("vrplib", "solomon", "lilim")
+#: Instance file formats :func:`sniff_format` tells apart (this module reads the first
+#: three; :mod:`.cordeau_io` the last)
+FORMATS = ("vrplib", "solomon", "lilim", "cordeau")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -68,7 +69,8 @@ def _lines(path: Path) -> list[str]:
 
 
 def sniff_format(path: str | os.PathLike) -> str:
-    """``"vrplib"``, ``"solomon"`` or ``"lilim"``, from the file's extension and
+    """``"vrplib"``, ``"solomon"``, ``"lilim"`` or ``"cordeau"`` (Cordeau's
+    multi-depot files, read by :mod:`.cordeau_io`), from the file's extension and
     first lines; :class:`InstanceFormatError` when it is none of them."""
     path = Path(path)
     lines = _lines(path)
@@ -77,12 +79,15 @@ def sniff_format(path: str | os.PathLike) -> str:
         return "vrplib"
     if len(first) == 3 and all(_NUMBER.match(t) for t in first):
         return "lilim"
+    if len(first) == 4 and all(t.isdigit() for t in first):     # type m n t
+        return "cordeau"
     if any(line.startswith("VEHICLE") for line in lines[1:4]):
         return "solomon"
     raise UnrecognizedFormatError(
         f"{path}: unrecognized instance format (expected a VRPLIB .vrp file, a Solomon "
-        f".txt file with a VEHICLE section, or a Li & Lim .txt file whose first line is "
-        f"'<vehicles> <capacity> <speed>')")
+        f".txt file with a VEHICLE section, a Li & Lim .txt file whose first line is "
+        f"'<vehicles> <capacity> <speed>', or a Cordeau file whose first line is "
+        f"'<type> <vehicles> <customers> <depots>')")
 
 
 def normalize_coords(coords: np.ndarray) -> tuple[np.ndarray, float]:
@@ -308,14 +313,6 @@ def read_lilim(path: str | os.PathLike) -> RoutingData:
                   time_window=data[:, 4:6], service_time=data[:, 6],
                   pickup_delivery_index=np.stack([pickups, deliv_of[pickups]]),
                   rounding="none", name=path.stem)
-
-
-_READERS = {"vrplib": read_vrplib, "solomon": read_solomon, "lilim": read_lilim}
-
-
-def read_instance_file(path: str | os.PathLike) -> RoutingData:
-    """Read an instance file of any supported format (detected from its content)."""
-    return _READERS[sniff_format(path)](path)
 
 
 # --------------------------------------------------------------------------- solutions

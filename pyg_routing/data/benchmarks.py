@@ -29,10 +29,10 @@ from pyg_routing.data.benchmark_io import (
     UnrecognizedFormatError,
     attach_solution,
     read_bks,
-    read_instance_file,
     read_routes,
     sniff_format,
 )
+from pyg_routing.data.instance_files import read_instance_file
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError, UnknownInstanceError
 
@@ -47,7 +47,7 @@ BUNDLED_DIR = Path(__file__).resolve().with_name("bundled")
 PAPER_X_TABLE = BUNDLED_DIR / "paper" / "tab_cvrplib_x.csv"
 #: Environment variable naming extra data folders.
 ENV_VAR = "PYG_ROUTING_DATA"
-_SUBDIRS = ("", "cvrplib/X", "cvrplib", "solomon", "lilim")
+_SUBDIRS = ("", "cvrplib/X", "cvrplib", "solomon", "lilim", "cordeau")
 _INSTANCE_SUFFIXES = (".vrp", ".txt")
 #: benchmark key -> (usual sub-folder, file format, file glob)
 BENCHMARKS = {"x": ("cvrplib/X", "vrplib", "*.vrp"),

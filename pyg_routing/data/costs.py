@@ -7,8 +7,10 @@ of an instance is
   possibly asymmetric; its diagonal is ignored: staying put costs nothing);
 * else the Euclidean distance between the coordinates (benchmarks: in original
   units with the benchmark's rounding, :func:`~pyg_routing.data.evaluation.arc_lengths`);
-* and ``0`` for every arc into the depot of an instance with *open routes*: the
+* and ``0`` for every arc into a depot of an instance with *open routes*: the
   vehicle ends at its last customer, so the return neither costs nor takes time.
+
+What a batch's costs are is asked of one object, :class:`~pyg_routing.data.travel.TravelCost`.
 
 A :class:`~pyg_routing.data.routing_data.RoutingData` keeps its matrix row-major and
 flattened (``travel_cost`` ``[N * N]``) so that PyG batches instances of any sizes by
@@ -69,22 +71,24 @@ def checked_cost_matrix(matrix: Tensor, num_nodes: int, instance: str | int | No
     return out
 
 
-def close_open_routes(costs: Tensor, open_routes: Tensor | None) -> Tensor:
-    """``costs [B, N, N]`` with the column of the depot zeroed in the instances whose
-    ``open_routes [B]`` is True (a new tensor when any is; ``costs`` itself otherwise)."""
+def close_open_routes(costs: Tensor, open_routes: Tensor | None,
+                      num_depots: int = 1) -> Tensor:
+    """``costs [B, N, N]`` with the columns of the depots (nodes ``0 .. num_depots-1``)
+    zeroed in the instances whose ``open_routes [B]`` is True (a new tensor when any
+    is; ``costs`` itself otherwise)."""
     if open_routes is None or not bool(open_routes.any()):
         return costs
     into_depot = torch.zeros_like(costs, dtype=torch.bool)
-    into_depot[..., 0] = open_routes.view(-1, 1)
+    into_depot[..., :num_depots] = open_routes.view(-1, 1, 1)
     return costs.masked_fill(into_depot, 0.0)
 
 
 def dense_costs(pos: Tensor, cost_matrix: Tensor | None = None,
-                open_routes: Tensor | None = None) -> Tensor:
+                open_routes: Tensor | None = None, num_depots: int = 1) -> Tensor:
     """``[B, N, N]`` travel costs of a dense batch by the rule of this module:
     ``cost_matrix`` when given (an integer matrix in ``pos``'s dtype), else Euclidean
-    distances of ``pos [B, N, 2]``; arcs into the depot cost 0 where ``open_routes
-    [B]`` is True."""
+    distances of ``pos [B, N, 2]``; arcs into a depot (nodes ``0 .. num_depots-1``)
+    cost 0 where ``open_routes [B]`` is True."""
     if cost_matrix is None:
         costs = euclidean_matrix(pos)
     else:
@@ -94,7 +98,7 @@ def dense_costs(pos: Tensor, cost_matrix: Tensor | None = None,
         n = cost_matrix.size(-1)
         eye = torch.eye(n, dtype=torch.bool, device=cost_matrix.device)
         costs = cost_matrix.masked_fill(eye, 0.0)               # the diagonal is ignored
-    return close_open_routes(costs, open_routes)
+    return close_open_routes(costs, open_routes, num_depots)
 
 
 def flat_matrix_index(src: Tensor, dst: Tensor, batch: Tensor | None,

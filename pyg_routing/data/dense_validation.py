@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, Protocol
 import torch
 from torch import Tensor
 
+from pyg_routing.data.depots import check_depot_vehicles, depot_count
 from pyg_routing.data.feasibility import describe_unservable, unservable_alone
 from pyg_routing.data.problems import OPEN_ROUTE_PROBLEMS, Problem
 from pyg_routing.data.validation import (
@@ -50,6 +51,8 @@ class DenseInstances(Protocol):
     pickup_delivery_index: Tensor | None
     cost_matrix: Tensor | None
     open_routes: Tensor | None
+    num_depots: int
+    depot_vehicles: Tensor | None
 
 
 class _Check(NamedTuple):
@@ -134,7 +137,8 @@ def _finite(t: Tensor, key: str, b: int) -> _Check:
 
 
 def _value_checks(prob: Problem, pos: Tensor, f: dict[str, Tensor],
-                  pairs: Tensor | None, opened: Tensor | None = None) -> list[_Check]:
+                  pairs: Tensor | None, opened: Tensor | None = None,
+                  num_depots: int = 1) -> list[_Check]:
     """Every rule as a mask, in the order the errors are reported within an instance
     (non-finite values first, so later comparisons never see NaN)."""
     b = pos.size(0)
@@ -142,9 +146,9 @@ def _value_checks(prob: Problem, pos: Tensor, f: dict[str, Tensor],
     demand, cap = f.get("demand"), f.get("capacity")
     if demand is not None:
         depot = torch.zeros_like(demand, dtype=torch.bool)
-        depot[:, 0] = demand[:, 0] != 0
+        depot[:, :num_depots] = demand[:, :num_depots] != 0
         checks.append(_Check(depot, True, lambda g, v: f"the depot must have demand 0, got "
-                                                       f"{demand[g, 0].item()}"))
+                                                       f"{demand[g, v].item()}"))
         if not prob.has_pairs:
             checks.append(_Check(demand < 0, True,
                                  lambda g, v: f"negative demand {demand[g, v].item()}"))
@@ -228,8 +232,17 @@ def check_instances(inst: DenseInstances) -> None:
     if not pos.is_floating_point():
         raise InvalidInstanceError(f"`pos` must be a floating-point tensor, got {pos.dtype}")
     fields = _fields(inst, prob, pos)
+    k = depot_count(getattr(inst, "num_depots", 1), n, prob)
+    vehicles = getattr(inst, "depot_vehicles", None)
+    if vehicles is not None:
+        vehicles = _tensor(vehicles, "depot_vehicles")
+        if tuple(vehicles.shape) != (b, k):
+            raise InvalidInstanceError(f"`depot_vehicles` must have shape [B, K] = ({b}, {k}), "
+                                       f"got {tuple(vehicles.shape)}")
+        refuse_other_device(vehicles, "depot_vehicles", pos.device)
+        check_depot_vehicles(vehicles, k)
     checks = _value_checks(prob, pos, fields, _pairs(inst, n, pos.device),
-                           getattr(inst, "open_routes", None))
+                           getattr(inst, "open_routes", None), k)
     failed = torch.stack([c.mask.any(1) for c in checks])          # [checks, B]
     bad = failed.any(0)
     if not bool(bad.any()):

@@ -121,7 +121,7 @@ def check_servable_alone(data) -> None:
         d_back = None
     tw = data.raw_time_window if "raw_time_window" in data else data.time_window
     st = data.raw_service_time if "raw_time_window" in data else data.service_time
-    opened = data.open_routes.reshape(1) if "open_routes" in data else None
+    opened = data.travel.open_routes
     late, back_late, arrive, back = unservable_alone(
         d0[None], tw[None], st[None], None if d_back is None else d_back[None], opened)
     bad = (late | back_late)[0]
@@ -190,6 +190,13 @@ def _masks(data, allow_zero_length: bool) -> list[tuple[str, Tensor, Tensor]]:
         ret[src[back]] = True
         out.append(("return", ret, graph))
 
+    if "depot_vehicles" in data:
+        k = data.num_depots.reshape(-1)
+        first = torch.cumsum(k, 0) - k                          # each graph's first depot
+        used = torch.bincount(first[route_graph] + data.route_depot, minlength=int(k.sum()))
+        out.append(("vehicles", used > data.depot_vehicles,
+                    torch.repeat_interleave(torch.arange(num_graphs, device=k.device), k)))
+
     if "pickup_delivery_index" in data:
         p, d = data.pickup_delivery_index
         bad = (rid[p] != rid[d]) | (pos_in_route[p] >= pos_in_route[d])
@@ -204,6 +211,13 @@ def _describe(data, kind: str, idx: int, graph: int) -> RoutingError:
     if kind == "routes":
         return InvalidSolutionError(f"{label}a single-vehicle problem has "
                                     f"{int(data.num_routes.reshape(-1)[graph])} routes")
+    if kind == "vehicles":
+        k = data.num_depots.reshape(-1)
+        depot = idx - int(k[:graph].sum())
+        used = int((data.route_depot[_graph_routes(data, graph)] == depot).sum())
+        have = int(data.depot_vehicles[idx])
+        return InfeasibleSolutionError(f"{label}depot {depot} sends out {used} routes; it has "
+                                       f"{have} vehicle{'s' if have != 1 else ''}")
     if kind == "capacity":
         first = int(torch.nonzero((rid == idx) & (data.route_pos == 1))[0])
         local = _local_route(data, idx, graph)
@@ -239,6 +253,12 @@ def _describe(data, kind: str, idx: int, graph: int) -> RoutingError:
 
 def _tw(data) -> Tensor:
     return data.raw_time_window if "raw_time_window" in data else data.time_window
+
+
+def _graph_routes(data, graph: int) -> slice:
+    """The route ids of one graph (route ids are global and graph by graph)."""
+    offset = int(data.num_routes.reshape(-1)[:graph].sum())
+    return slice(offset, offset + int(data.num_routes.reshape(-1)[graph]))
 
 
 def _local_route(data, route: int, graph: int) -> int:

@@ -7,15 +7,16 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import Tensor
 
-from pyg_routing.data.costs import dense_costs
 from pyg_routing.data.dense_validation import check_instances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.routing_data import RoutingData
+from pyg_routing.data.travel import TravelCost
 
 
 @dataclass
 class RoutingInstances:
-    """``B`` instances of one problem with ``N`` nodes each (node 0 = depot).
+    """``B`` instances of one problem with ``N`` nodes each (nodes ``0 .. K-1`` are
+    the depots; ``K = 1`` but for multi-depot instances).
 
     Attributes:
         problem: the routing problem.
@@ -30,6 +31,12 @@ class RoutingInstances:
             (``None``: Euclidean distances of ``pos``); see :mod:`.costs`.
         open_routes: ``[B]`` bool, vehicles end at their last customer (CVRP,
             VRPTW; ``None``: all routes closed).
+        num_depots: ``K``, the depots of every instance (CVRP: any ``1 <= K < N``;
+            other problems: 1).
+        depot_vehicles: ``[B, K]`` the most routes that may leave each depot
+            (``None``: unlimited).
+
+    What travelling costs is asked of :attr:`travel`, the one travel-cost object.
     """
 
     problem: Problem
@@ -42,6 +49,8 @@ class RoutingInstances:
     pickup_delivery_index: Tensor | None = None
     cost_matrix: Tensor | None = None
     open_routes: Tensor | None = None
+    num_depots: int = 1
+    depot_vehicles: Tensor | None = None
 
     def check(self) -> None:
         """Validate the whole batch with tensor ops (no loop over instances).
@@ -79,7 +88,7 @@ class RoutingInstances:
 
     def _tensor_fields(self) -> dict[str, Tensor]:
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in ("problem", "pickup_delivery_index")
+                if f.name not in ("problem", "pickup_delivery_index", "num_depots")
                 and getattr(self, f.name) is not None}
 
     def to(self, device: torch.device | str) -> RoutingInstances:
@@ -103,25 +112,27 @@ class RoutingInstances:
                 prize=None if self.prize is None else self.prize[index],
                 pickup_delivery_index=self.pickup_delivery_index,
                 cost_matrix=None if self.cost_matrix is None else self.cost_matrix[index],
-                open_routes=self.open_routes is not None and bool(self.open_routes[index]))
+                open_routes=self.open_routes is not None and bool(self.open_routes[index]),
+                num_depots=self.num_depots,
+                depot_vehicles=None if self.depot_vehicles is None
+                else self.depot_vehicles[index])
         return replace(self, **{k: v[index] for k, v in self._tensor_fields().items()})
+
+    @property
+    def travel(self) -> TravelCost:
+        """The batch's travel costs, depots and variants (:mod:`.travel`)."""
+        return TravelCost(self.pos, self.cost_matrix, self.open_routes, self.num_depots)
 
     def costs(self) -> Tensor:
         """``[B, N, N]`` travel costs by the rule of :mod:`.costs`: ``cost_matrix``
-        or Euclidean distances, zero into the depot with open routes."""
-        return dense_costs(self.pos, self.cost_matrix, self.open_routes)
-
-    def matrix_costs(self) -> Tensor | None:
-        """:meth:`costs` when the coordinates alone cannot cost these instances (an
-        explicit matrix, open routes); ``None`` for plain Euclidean instances, whose
-        consumers keep their own Euclidean arithmetic bit for bit."""
-        if self.cost_matrix is None and self.open_routes is None:
-            return None
-        return self.costs()
+        or Euclidean distances, zero into the depots with open routes (shorthand for
+        ``travel.dense()``)."""
+        return self.travel.dense()
 
     def to_data_list(self) -> list[RoutingData]:
         return [self[i] for i in range(len(self))]
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{k}={list(v.shape)}" for k, v in self._tensor_fields().items())
-        return f"RoutingInstances(problem={self.problem.value!r}, {parts})"
+        depots = f", num_depots={self.num_depots}" if self.num_depots != 1 else ""
+        return f"RoutingInstances(problem={self.problem.value!r}, {parts}{depots})"

@@ -16,7 +16,7 @@ from torch import Tensor
 from pyg_routing.data.cost_models import check_cost_model, sample_costs
 from pyg_routing.data.generator_options import batch_count, count_option, number_option
 from pyg_routing.data.instances import RoutingInstances
-from pyg_routing.data.problems import PROBLEMS, Problem, capacity_for
+from pyg_routing.data.problems import MULTI_DEPOT_PROBLEMS, PROBLEMS, Problem, capacity_for
 from pyg_routing.errors import InvalidInstanceError
 from pyg_routing.options import DEFAULT_GRID, DEFAULT_ONE_WAY
 
@@ -134,6 +134,8 @@ class _Generator:
             f", costs={self.costs!r}, grid={self.grid}, one_way={self.one_way:g}"
         if getattr(self, "open_routes", False):
             extra += ", open_routes=True"
+        if getattr(self, "depots", 1) != 1:
+            extra += f", depots={self.depots}"
         return (f"{type(self).__name__}(num_customers={self.num_customers}, seed={self.seed}, "
                 f"distribution={self.distribution!r}{extra})")
 
@@ -158,7 +160,12 @@ class TSPGenerator(_Generator):
 
 
 class CVRPGenerator(_Generator):
-    """CVRP: demands ``U{1..9}``, capacity ``C(n)`` of App. F unless given."""
+    """CVRP: demands ``U{1..9}``, capacity ``C(n)`` of App. F unless given.
+
+    ``depots=K`` (CVRP only): ``K`` depots, nodes ``0 .. K-1``, each uniform in the unit
+    square like App. F's one depot (the first is drawn where the one depot is, the
+    others after the customers, so ``K = 1`` draws exactly the single-depot
+    instances); every depot sends out as many routes as it needs."""
 
     problem = Problem.CVRP
 
@@ -166,27 +173,43 @@ class CVRPGenerator(_Generator):
                  distribution: str = "uniform", capacity: float | None = None,
                  device: torch.device | str = "cpu", *, costs: str = "euclidean",
                  grid: int = DEFAULT_GRID, one_way: float = DEFAULT_ONE_WAY,
-                 open_routes: bool = False) -> None:
+                 open_routes: bool = False, depots: int = 1) -> None:
         super().__init__(num_customers, seed, distribution, device, costs=costs, grid=grid,
                          one_way=one_way)
         if not isinstance(open_routes, bool):
             raise InvalidInstanceError(f"open_routes must be True or False, got "
                                        f"{open_routes!r}")
         self.open_routes = open_routes
+        self.depots = count_option(depots, "depots")
+        if self.depots < 1:
+            raise InvalidInstanceError(f"depots must be >= 1, got {depots!r}")
+        if self.depots > 1 and self.problem not in MULTI_DEPOT_PROBLEMS:
+            raise InvalidInstanceError(
+                f"depots={self.depots}: several depots are a variant of "
+                f"{', '.join(p.value for p in MULTI_DEPOT_PROBLEMS)}, not "
+                f"{self.problem.value!r}")
         self.capacity = (number_option(capacity, "capacity") if capacity is not None
                          else float(capacity_for(self.num_customers)))
         if self.capacity < 9:
             raise InvalidInstanceError(f"capacity {self.capacity} is below the largest "
                                        f"possible demand 9")
 
+    @property
+    def num_nodes(self) -> int:
+        return self.num_customers + self.depots
+
     def sample(self, batch_size: int) -> RoutingInstances:
         batch_size = batch_count(batch_size)
         pos = self._locations(batch_size)
         demand = self._demands(batch_size)
+        if self.depots > 1:                  # drawn last: K = 1 keeps its random stream
+            more = self._rand(batch_size, self.depots - 1, 2)
+            pos = torch.cat([pos[:, :1], more, pos[:, 1:]], dim=1)
+            demand = torch.cat([demand[:, :1].expand(-1, self.depots), demand[:, 1:]], dim=1)
         cap = torch.full((batch_size,), self.capacity, device=self.device)
         return RoutingInstances(self.problem, pos, demand=demand, capacity=cap,
                                 cost_matrix=self._cost_matrix(pos),
-                                open_routes=self._open(batch_size))
+                                open_routes=self._open(batch_size), num_depots=self.depots)
 
     def _open(self, batch_size: int) -> Tensor | None:
         """``[B]`` open-route flags (``None`` for closed routes, the paper's)."""

@@ -9,7 +9,8 @@ from pyg_routing.errors import InvalidInstanceError
 
 
 class Problem(str, Enum):
-    """A routing problem. Node 0 is always the depot.
+    """A routing problem. Node 0 is the depot; instances of a problem of
+    :data:`MULTI_DEPOT_PROBLEMS` may have ``K`` depots, nodes ``0 .. K-1``.
 
     ``pdptw`` is not one of the paper's training problems; it exists so that the
     Li & Lim benchmark (pickup and delivery with time windows) can be loaded and
@@ -71,6 +72,10 @@ class Problem(str, Enum):
 
 #: Problems with the open-route option (vehicles end at their last customer).
 OPEN_ROUTE_PROBLEMS = (Problem.CVRP, Problem.VRPTW)
+
+#: Problems whose instances may have several depots (nodes ``0 .. K-1``); every other
+#: problem has one (node 0)
+MULTI_DEPOT_PROBLEMS = (Problem.CVRP,)
 
 
 def capacity_for(num_customers: int) -> int:

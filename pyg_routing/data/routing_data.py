@@ -9,11 +9,20 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
-from pyg_routing.data.costs import checked_cost_matrix, dense_costs, route_arc_costs
+from pyg_routing.data.costs import checked_cost_matrix, route_arc_costs
+from pyg_routing.data.depots import (
+    check_depot_vehicles,
+    depot_count,
+    depot_mask,
+    normalize_route_depots,
+    route_depots,
+)
 from pyg_routing.data.evaluation import ROUNDING_CODES, solution_cost
 from pyg_routing.data.problems import OPEN_ROUTE_PROBLEMS, Problem
+from pyg_routing.data.raw_units import raw_unit_fields
 from pyg_routing.data.route_quantities import depot_angle, route_quantities
-from pyg_routing.data.type_checks import check_one_instance
+from pyg_routing.data.travel import TravelCost
+from pyg_routing.data.type_checks import check_one_instance, refuse_lost_fields
 from pyg_routing.data.validation import (
     as_tensor,
     normalize_routes,
@@ -24,13 +33,14 @@ from pyg_routing.errors import InvalidInstanceError, NoSolutionError, where
 
 #: Fields that describe a solution (recomputed whenever the routes change).
 SOLUTION_KEYS = ("edge_index", "route_index", "num_routes", "route_pos", "cum_dist",
-                 "route_length")
+                 "route_length", "route_depot")
 
 
 class RoutingData(Data):
     r"""A routing instance, optionally with a solution, as a PyG ``Data``.
 
-    Instance fields (node 0 is the depot, ``N`` nodes):
+    Instance fields (``N`` nodes; node 0 is the depot, or nodes ``0 .. K-1`` the
+    ``K`` depots of a multi-depot instance):
 
     * ``pos`` ``[N, 2]`` float coordinates (benchmarks: normalized by one scale).
     * ``demand`` ``[N]``, ``capacity`` ``[1]`` (capacitated problems; pickup and
@@ -39,7 +49,10 @@ class RoutingData(Data):
       same time unit as distances: speed 1).
     * ``prize`` ``[N]`` (PCVRP), ``pickup_delivery_index`` ``[2, P]`` (pickup and
       delivery problems: row 0 pickups, row 1 their deliveries).
-    * ``depot_angle`` ``[N]``: θ = atan2(y - y0, x - x0), 0 at the depot.
+    * ``depot_angle`` ``[N]``: θ = atan2(y - y0, x - x0) about node 0, 0 at the depots.
+    * ``num_depots`` ``[1]`` long: ``K`` (1 but for multi-depot CVRP), on every
+      instance; ``depot_vehicles`` ``[K]`` long (optional): the most routes that may
+      leave each depot.
     * ``problem`` (str), ``name`` (str, optional).
     * ``travel_cost`` ``[N * N]`` (optional): an explicit, possibly asymmetric cost
       matrix, row-major and flattened so batches of any sizes concatenate; read it
@@ -57,6 +70,7 @@ class RoutingData(Data):
 
     * ``edge_index`` ``[2, E]``: the route graph, arcs depot→first, consecutive
       customers, last→depot, routes in order.
+    * ``route_depot`` ``[R]`` long: each route's depot (``0 .. K-1``, local ids).
     * ``route_index`` ``[2, V]``: (customer, route id) pairs of visited customers;
       :attr:`route_id` gives the per-node view (-1 for depot and unvisited).
     * ``route_pos`` ``[N]`` (1-based; depot 0, unvisited -1), ``cum_dist`` ``[N]``
@@ -87,8 +101,8 @@ class RoutingData(Data):
                       raw_pos: Any = None, raw_time_window: Any = None,
                       raw_service_time: Any = None, scale: float = 1.0,
                       rounding: str = "none", cost_matrix: Any = None,
-                      raw_cost_matrix: Any = None, open_routes: bool = False
-                      ) -> RoutingData:
+                      raw_cost_matrix: Any = None, open_routes: bool = False,
+                      num_depots: int = 1, depot_vehicles: Any = None) -> RoutingData:
         """Validate and copy an instance (nothing the caller passed is kept or mutated).
 
         ``cost_matrix`` ``[N, N]`` gives explicit travel costs in ``pos``'s units
@@ -127,9 +141,11 @@ class RoutingData(Data):
             "pickup_delivery_index": field(pickup_delivery_index, "pickup_delivery_index",
                                            torch.long),
         }
+        # (a malformed pos is named by validate_instance, which needs the depots)
+        k = depot_count(num_depots, pos_t.size(0) if pos_t.dim() == 2 else 2, prob, label)
         validate_instance(prob, fields["pos"], fields["demand"], fields["capacity"],
                           fields["time_window"], fields["service_time"], fields["prize"],
-                          fields["pickup_delivery_index"], label)
+                          fields["pickup_delivery_index"], label, num_depots=k)
         n = pos_t.size(0)
         open_routes = open_routes_flag(open_routes, dev, label)
         if open_routes and prob not in OPEN_ROUTE_PROBLEMS:
@@ -139,43 +155,30 @@ class RoutingData(Data):
         if cost_matrix is not None:
             matrix = field(cost_matrix, "cost_matrix", pos_t.dtype)
             fields["travel_cost"] = checked_cost_matrix(matrix, n, label).reshape(-1)
-        depot = torch.zeros(n, dtype=torch.bool, device=dev)
-        depot[0] = True
-        data = cls(**{k: v for k, v in fields.items() if v is not None})
+        depot = torch.arange(n, device=dev) < k
+        data = cls(**{key: v for key, v in fields.items() if v is not None})
         data.depot_angle = depot_angle(data.pos, torch.zeros(n, dtype=torch.long, device=dev),
                                        depot)
         data.problem = prob.value
         data.explicit_cost = torch.tensor([cost_matrix is not None], device=dev)
         data.open_routes = torch.tensor([open_routes], device=dev)
+        data.num_depots = torch.tensor([k], device=dev)
+        if depot_vehicles is not None:
+            data.depot_vehicles = check_depot_vehicles(
+                field(depot_vehicles, "depot_vehicles", torch.long).reshape(-1), k, label)
         if name is not None:
             data.name = str(name)
-        if raw_pos is not None:
-            data.raw_pos = field(raw_pos, "raw_pos", torch.float64)
-            if prob.has_time_windows and (raw_time_window is None or raw_service_time is None):
-                # Feasibility uses raw distances, so times must be in the same raw units.
-                raise InvalidInstanceError(
-                    f"{where(label)}`raw_pos` of a time-window problem needs "
-                    f"`raw_time_window` and `raw_service_time` in the same units")
-            if raw_time_window is not None:
-                data.raw_time_window = field(raw_time_window, "raw_time_window", torch.float64)
-                data.raw_service_time = field(raw_service_time, "raw_service_time",
-                                              torch.float64)
-        if raw_pos is not None and cost_matrix is not None and raw_cost_matrix is None:
-            # cost() and check() read original units when raw_pos is given.
-            raise InvalidInstanceError(f"{where(label)}`raw_pos` with `cost_matrix` needs "
-                                       f"`raw_cost_matrix`: the costs in original units")
-        if raw_cost_matrix is not None:
-            if cost_matrix is None:
-                raise InvalidInstanceError(f"{where(label)}`raw_cost_matrix` needs "
-                                           f"`cost_matrix` (the same costs in pos's units)")
-            raw = field(raw_cost_matrix, "raw_cost_matrix", torch.float64)
-            data.raw_travel_cost = checked_cost_matrix(raw, n, label).reshape(-1)
+        for key, value in raw_unit_fields(prob, n, field, label, raw_pos, raw_time_window,
+                                          raw_service_time, cost_matrix is not None,
+                                          raw_cost_matrix).items():
+            setattr(data, key, value)
         data.scale = torch.tensor([float(scale)], dtype=torch.float64, device=dev)
         data.rounding = torch.tensor([ROUNDING_CODES[rounding]], device=dev)
         return data
 
     @classmethod
-    def from_routes(cls, instance: RoutingData, routes: Iterable[Iterable[int]]) -> RoutingData:
+    def from_routes(cls, instance: RoutingData, routes: Iterable[Iterable[int]],
+                    depots: Iterable[int] | None = None) -> RoutingData:
         """A new ``RoutingData`` holding ``instance`` and the solution ``routes``.
 
         Args:
@@ -184,21 +187,27 @@ class RoutingData(Data):
                 ``[[3, 5, 1], [2, 4]]``. Node ids must be integers (ints, NumPy
                 integers, integer tensors or arrays); floats, even integral ones
                 such as ``2.0``, and bools are refused.
+            depots: each route's depot (``0 .. K-1``): needed when the instance has
+                several depots; ``None`` is depot 0 for every route.
 
         Raises:
             InvalidSolutionError: a node id that is not an integer, node out of
                 range, depot inside a route, empty route, a customer missing or
-                visited twice, several routes for a single-vehicle problem.
+                visited twice, several routes for a single-vehicle problem, no
+                depots or a non-depot for a route of a multi-depot instance.
             TypeError: ``instance`` is a batch (``RoutingInstances``, a PyG ``Batch``)
                 or not a ``RoutingData``.
         """
         check_one_instance(instance)
         prob = Problem.parse(instance.problem)
         n = instance.num_nodes
-        clean = normalize_routes(routes, n, prob, getattr(instance, "name", None))
+        label = getattr(instance, "name", None)
+        k = instance.depot_count
+        clean = normalize_routes(routes, n, prob, label, num_depots=k)
+        homes = normalize_route_depots(depots, len(clean), k, label)
         src, dst = [], []
-        for route in clean:
-            tour = [0, *route, 0]
+        for route, home in zip(clean, homes):
+            tour = [home, *route, home]
             src.extend(tour[:-1])
             dst.extend(tour[1:])
         data = cls(**{k: (v.clone() if isinstance(v, Tensor) else v)
@@ -215,19 +224,33 @@ class RoutingData(Data):
         visited = rq.route_id >= 0
         nodes = torch.nonzero(visited).flatten()
         self.route_index = torch.stack([nodes, rq.route_id[nodes]])
+        self.route_depot = route_depots(self, rq.route_id, rq.num_routes)
         self.num_routes = rq.num_routes
         self.route_pos = rq.route_pos
         self.cum_dist = rq.cum_dist
         self.route_length = rq.route_length
 
+    def _first_node(self) -> Tensor | None:
+        """``[N]`` the first node of each node's graph (``None``: one graph)."""
+        ptr = getattr(self, "ptr", None)
+        return None if ptr is None else ptr[:-1].index_select(0, self._graph_of_node())
+
     # ------------------------------------------------------------------ views
     @property
+    def depot_count(self) -> int:
+        """``K``, the depots of one instance (nodes ``0 .. K-1``; 1 for data saved
+        before depots were a node set)."""
+        if isinstance(self, Batch):
+            raise TypeError("depot_count is per instance: index the batch first")
+        return int(self.num_depots.reshape(-1)[0]) if "num_depots" in self else 1
+
+    @property
     def depot_mask(self) -> Tensor:
-        """``[N]`` bool, True at each graph's node 0."""
-        mask = torch.zeros(self.num_nodes, dtype=torch.bool, device=self.pos.device)
-        ptr = getattr(self, "ptr", None)
-        mask[ptr[:-1] if ptr is not None else 0] = True
-        return mask
+        """``[N]`` bool, True at the depots of each graph (nodes ``0 .. K-1``)."""
+        batched = getattr(self, "ptr", None) is not None
+        return depot_mask(self.num_nodes, self.num_depots if "num_depots" in self else None,
+                          self._graph_of_node() if batched else None, self._first_node(),
+                          self.pos.device)
 
     @property
     def cost_matrix(self) -> Tensor:
@@ -237,10 +260,19 @@ class RoutingData(Data):
         if isinstance(self, Batch):
             raise TypeError("cost_matrix is per instance: index the batch first "
                             "(batch[i].cost_matrix)")
+        return self.travel.dense()[0]
+
+    @property
+    def travel(self) -> TravelCost:
+        """The instance's travel costs, depots and variants as a batch of one
+        (:mod:`.travel`), in ``pos``'s units."""
+        if isinstance(self, Batch):
+            raise TypeError("travel is per instance: index the batch first (batch[i].travel)")
         flat = self.travel_cost if "travel_cost" in self else None
         n = self.num_nodes
-        return dense_costs(self.pos[None], None if flat is None else flat.view(1, n, n),
-                           self.open_routes.reshape(1) if "open_routes" in self else None)[0]
+        return TravelCost(self.pos[None], None if flat is None else flat.view(1, n, n),
+                          self.open_routes.reshape(1) if "open_routes" in self else None,
+                          self.depot_count)
 
     @property
     def has_solution(self) -> bool:
@@ -274,32 +306,9 @@ class RoutingData(Data):
         return f"instance {graph}: " if isinstance(self, Batch) else ""
 
     def _check_batch_fields(self) -> None:
-        """Refuse a ``Batch`` that lost fields some of its problems need.
-
-        PyG collates only the keys of the batch's first instance, so the fields a
-        problem needs are all in a batch exactly when no field was dropped that
-        one of its instances required (``from_instance`` guarantees them).
-        """
-        problems = self.problem
-        if not isinstance(problems, list):
-            return
-        if "explicit_cost" in self and bool(self.explicit_cost.any()) \
-                and "travel_cost" not in self:
-            first = int(torch.nonzero(self.explicit_cost)[0])
-            raise InvalidInstanceError(
-                f"{self._label(first)}its cost matrix was lost in batching (PyG keeps only "
-                f"the fields of the first instance, which has none): batch instances with "
-                f"explicit costs apart from those without")
-        kinds = [Problem.parse(p) for p in dict.fromkeys(problems)]
-        lost = [key for key in dict.fromkeys(f for p in kinds for f in p.instance_fields)
-                if key not in self]
-        if lost:
-            names = [repr(p.value) for p in kinds]
-            listed = ", ".join(names[:-1]) + f" and {names[-1]}"
-            raise InvalidInstanceError(
-                f"batch mixes problems {listed}; their fields ({', '.join(lost)}) cannot "
-                f"be batched (PyG keeps only the fields of the first instance, problem "
-                f"{problems[0]!r}): batch one problem at a time")
+        """Refuse a ``Batch`` that lost fields some of its problems need
+        (:func:`~.type_checks.refuse_lost_fields`)."""
+        refuse_lost_fields(self)
 
     def _graph_of_node(self) -> Tensor:
         batch = getattr(self, "batch", None)

@@ -125,14 +125,15 @@ def _rescaled(data: RoutingData, scale: float, position: int) -> RoutingData:
         return (getattr(data, key) / scale).to(dtype) if key in data else None
 
     optional = {k: getattr(data, k) for k in ("demand", "capacity", "prize",
-                                              "pickup_delivery_index") if k in data}
+                                              "pickup_delivery_index", "depot_vehicles")
+                if k in data}
     matrix = raw("raw_travel_cost")
     n = data.num_nodes
     return RoutingData.from_instance(
         data.problem, raw("raw_pos"), time_window=raw("raw_time_window"),
         service_time=raw("raw_service_time"), name=name,
         cost_matrix=None if matrix is None else matrix.view(n, n),
-        open_routes=bool(data.open_routes.reshape(-1)[0]) if "open_routes" in data else False,
+        open_routes=bool(data.travel.open_flags()[0]), num_depots=data.depot_count,
         **optional)
 
 

@@ -1,11 +1,16 @@
 """The type errors of the batch/instance boundary: where one instance is expected and
-a batch is given, or the other way round, the error says what to pass instead."""
+a batch is given, or the other way round, the error says what to pass instead; and a
+PyG batch that lost the fields of some of its instances."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch_geometric.data import Batch, Data
+
+from pyg_routing.data.problems import Problem
+from pyg_routing.errors import InvalidInstanceError
 
 
 def check_one_instance(instance: Any) -> None:
@@ -41,3 +46,36 @@ def not_a_batch(value: Any, who: str) -> TypeError:
     return TypeError(f"{who} takes a RoutingInstances batch (a generator's sample, or "
                      f"pyg_routing.data.load_search_instance(path).instances for a file), "
                      f"got {type(value).__name__}")
+
+
+def refuse_lost_fields(data: Any) -> None:
+    """Refuse a PyG ``Batch`` of ``RoutingData`` that lost fields some of its problems
+    need.
+
+    PyG collates only the keys of the batch's first instance, so the fields a problem
+    needs are all in a batch exactly when no field was dropped that one of its instances
+    required (``RoutingData.from_instance`` guarantees them).
+
+    Raises:
+        InvalidInstanceError: a lost cost matrix (naming the instance) or problem fields.
+    """
+    problems = data.problem
+    if not isinstance(problems, list):
+        return
+    if "explicit_cost" in data and bool(data.explicit_cost.any()) \
+            and "travel_cost" not in data:
+        first = int(torch.nonzero(data.explicit_cost)[0])
+        raise InvalidInstanceError(
+            f"{data._label(first)}its cost matrix was lost in batching (PyG keeps only "
+            f"the fields of the first instance, which has none): batch instances with "
+            f"explicit costs apart from those without")
+    kinds = [Problem.parse(p) for p in dict.fromkeys(problems)]
+    lost = [key for key in dict.fromkeys(f for p in kinds for f in p.instance_fields)
+            if key not in data]
+    if lost:
+        names = [repr(p.value) for p in kinds]
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}"
+        raise InvalidInstanceError(
+            f"batch mixes problems {listed}; their fields ({', '.join(lost)}) cannot "
+            f"be batched (PyG keeps only the fields of the first instance, problem "
+            f"{problems[0]!r}): batch one problem at a time")

@@ -173,9 +173,11 @@ def check_dense_route_inputs(pos: Tensor, tours: Tensor) -> None:
 def validate_instance(problem: Problem, pos: Tensor, demand: Tensor | None,
                       capacity: Tensor | None, time_window: Tensor | None,
                       service_time: Tensor | None, prize: Tensor | None,
-                      pairs: Tensor | None, instance: str | int | None = None) -> None:
+                      pairs: Tensor | None, instance: str | int | None = None,
+                      num_depots: int = 1) -> None:
     """Raise :class:`InvalidInstanceError` for anything malformed or trivially
-    infeasible. All tensors are per-instance (node 0 = depot)."""
+    infeasible. All tensors are per-instance (nodes ``0 .. num_depots-1`` are the
+    depots)."""
     if pos.dim() != 2 or pos.size(-1) != 2:
         raise InvalidInstanceError(
             f"{where(instance)}`pos` must have shape [num_nodes, 2], got {tuple(pos.shape)}")
@@ -193,9 +195,10 @@ def validate_instance(problem: Problem, pos: Tensor, demand: Tensor | None,
     if demand is not None:
         check_shape(demand, (n,), "demand", instance)
         check_finite(demand, "demand", instance)
-        if demand[0] != 0:
-            raise InvalidInstanceError(f"{where(instance, node=0)}the depot must have demand 0, "
-                                       f"got {demand[0].item()}")
+        if bool((demand[:num_depots] != 0).any()):
+            d = _first(demand[:num_depots] != 0)
+            raise InvalidInstanceError(f"{where(instance, node=d)}the depot must have demand 0, "
+                                       f"got {demand[d].item()}")
         if not problem.has_pairs and (demand < 0).any():
             v = _first(demand < 0)
             raise InvalidInstanceError(
@@ -305,7 +308,8 @@ def _node_ids(route: Any, loc: str) -> list[int]:
 
 
 def normalize_routes(routes: Iterable[Iterable[int]], num_nodes: int, problem: Problem,
-                     instance: str | int | None = None) -> list[list[int]]:
+                     instance: str | int | None = None, num_depots: int = 1
+                     ) -> list[list[int]]:
     """Check a list of routes (customer ids, depot omitted) and return a clean copy.
 
     Node ids must be integers: Python ints, NumPy integers, integer tensors or
@@ -326,12 +330,13 @@ def normalize_routes(routes: Iterable[Iterable[int]], num_nodes: int, problem: P
             raise InvalidSolutionError(f"{where(instance, route=r)}empty route (a route must "
                                        f"visit at least one customer)")
         for v in nodes:
-            if v == 0:
-                raise InvalidSolutionError(f"{where(instance, route=r, node=0)}the depot must "
+            if 0 <= v < num_depots:
+                raise InvalidSolutionError(f"{where(instance, route=r, node=v)}the depot must "
                                            f"not appear inside a route (routes omit it)")
-            if not 0 < v < num_nodes:
+            if not num_depots <= v < num_nodes:
                 raise InvalidSolutionError(f"{where(instance, route=r, node=v)}node id out of "
-                                           f"range: customers are 1..{num_nodes - 1}")
+                                           f"range: customers are {num_depots}.."
+                                           f"{num_nodes - 1}")
             if v in seen:
                 raise InvalidSolutionError(f"{where(instance, route=r, node=v)}customer visited "
                                            f"twice (already in route {seen[v]})")
@@ -340,9 +345,11 @@ def normalize_routes(routes: Iterable[Iterable[int]], num_nodes: int, problem: P
     if problem.single_route and len(clean) != 1:
         raise InvalidSolutionError(f"{where(instance)}problem {problem.value!r} has a single "
                                    f"vehicle, got {len(clean)} routes")
-    if not problem.has_prizes and len(seen) != num_nodes - 1:
-        missing = sorted(set(range(1, num_nodes)) - set(seen))
+    if not problem.has_prizes and len(seen) != num_nodes - num_depots:
+        missing = sorted(set(range(num_depots, num_nodes)) - set(seen))
         shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
         raise InvalidSolutionError(f"{where(instance)}{len(missing)} customer(s) not visited: "
                                    f"{shown}")
     return clean
+
+

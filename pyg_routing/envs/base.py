@@ -41,16 +41,14 @@ from torch import Tensor
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
+from pyg_routing.data.travel import VARIANTS
+from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.augment import augment_positions
-from pyg_routing.errors import RoutingError
+from pyg_routing.errors import UnsupportedProblemError
 from pyg_routing.transforms import EncodingInputs
 
 S = TypeVar("S", bound="BatchedState")
 ObsT = TypeVar("ObsT", bound="Observation")
-
-
-class UnsupportedProblemError(RoutingError, NotImplementedError):
-    """An environment (or a backbone) was given a problem it does not support."""
 
 
 def any_per_row(mask: Tensor) -> Tensor:
@@ -151,20 +149,51 @@ class RoutingEnv(ABC):
             policies take their input width from it, :meth:`feature_width`).
         problems: the problems it supports (``tuple(feature_widths)`` where declared).
         inits: the initial-solution rules :meth:`reset` accepts.
-        cost_kinds: the travel costs it searches with: ``euclidean`` (coordinates),
-            ``explicit`` (a cost matrix, possibly asymmetric), ``open`` (open routes);
-            :meth:`check_costs` refuses the others.
+        variants: the variants of instances it searches
+            (:data:`~pyg_routing.data.travel.VARIANTS`): ``euclidean`` (coordinates),
+            ``explicit`` (a cost matrix, possibly asymmetric), ``open`` (open routes),
+            ``multi_depot`` (several depots); :meth:`reset` refuses the others.
+
+    An environment defines :meth:`start`, never :meth:`reset`: ``reset`` checks the
+    instances' variants against :attr:`variants` and then starts, so that no
+    environment can forget the check (a subclass that defines ``reset`` is refused
+    when it is declared).
     """
 
     name: ClassVar[str]
     feature_widths: ClassVar[dict[Problem, int]] = {}
     problems: ClassVar[tuple[Problem, ...]]
     inits: ClassVar[tuple[str, ...]]
-    cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean",)
+    variants: ClassVar[tuple[str, ...]] = ("euclidean",)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "reset" in vars(cls):
+            raise TypeError(f"{cls.__name__} defines reset(); an environment defines "
+                            f"start(instances, ...) instead, which reset() calls after "
+                            f"checking the instances' variants")
+        unknown = [v for v in cls.variants if v not in VARIANTS]
+        if unknown:
+            raise TypeError(f"{cls.__name__}.variants names {unknown}; the variants are "
+                            f"{', '.join(VARIANTS)}")
+
+    def reset(self, instances: RoutingInstances, *args: Any, **kwargs: Any) -> Any:
+        """Initial solutions of ``B`` instances (the state this environment keeps):
+        :meth:`check_variant`, then :meth:`start` with the same arguments.
+
+        Raises:
+            TypeError: ``instances`` not a ``RoutingInstances`` batch (one instance is
+                told how to make one).
+            UnsupportedProblemError: a variant the environment does not declare.
+        """
+        if not isinstance(instances, RoutingInstances):
+            raise not_a_batch(instances, f"{type(self).__name__}.reset")
+        self.check_variant(instances)
+        return self.start(instances, *args, **kwargs)
 
     @abstractmethod
-    def reset(self, instances: RoutingInstances, *args: Any, **kwargs: Any) -> Any:
-        """Initial solutions of ``B`` instances (the state this environment keeps)."""
+    def start(self, instances: RoutingInstances, *args: Any, **kwargs: Any) -> Any:
+        """Initial solutions of ``B`` instances whose variants :meth:`reset` checked."""
 
     @abstractmethod
     def observe(self, state: Any, *args: Any, **kwargs: Any) -> Any:
@@ -187,21 +216,13 @@ class RoutingEnv(ABC):
         return prob
 
     @classmethod
-    def check_costs(cls, instances: RoutingInstances) -> None:
-        """Refuse instances whose travel costs this environment cannot search with
-        (an explicit matrix, open routes), with :class:`UnsupportedProblemError`
-        naming what the instances have and what the environment supports: a search
-        must never fall back to Euclidean distances silently."""
-        has = {"explicit": "an explicit cost matrix",
-               "open": "open routes"}
-        given = [k for k, present in (
-            ("explicit", instances.cost_matrix is not None),
-            ("open", instances.open_routes is not None and bool(instances.open_routes.any())))
-            if present and k not in cls.cost_kinds]
-        if given:
-            raise UnsupportedProblemError(
-                f"the {cls.name} environment searches with {', '.join(cls.cost_kinds)} "
-                f"costs; these instances have {' and '.join(has[k] for k in given)}")
+    def check_variant(cls, instances: RoutingInstances) -> None:
+        """Refuse instances of a variant this environment does not declare (an
+        explicit matrix, open routes, several depots), with
+        :class:`UnsupportedProblemError` naming what the instances have and what the
+        environment takes: a search must never fall back to Euclidean distances or to
+        one depot silently."""
+        instances.travel.refuse_variants(cls.variants, f"the {cls.name} environment")
 
     @classmethod
     def feature_width(cls, problem: Problem | str) -> int:
@@ -221,9 +242,10 @@ class ImprovementEnv(RoutingEnv):
 
     # ------------------------------------------------------------------ protocol
     @abstractmethod
-    def reset(self, instances: RoutingInstances, init: str,
+    def start(self, instances: RoutingInstances, init: str,
               generator: torch.Generator | None = None) -> BatchedState:
-        """Initial solutions of ``B`` instances by the rule ``init``."""
+        """Initial solutions of ``B`` instances by the rule ``init`` (called by
+        :meth:`reset`, ``reset(instances, init, generator)``)."""
 
     @abstractmethod
     def step(self, state: BatchedState, action: Tensor) -> tuple[BatchedState, Tensor]:

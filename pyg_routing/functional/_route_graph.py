@@ -26,7 +26,7 @@ from torch import Tensor
 from torch_geometric.data import Batch, Data
 
 from pyg_routing.data.route_quantities import _in_route_order, _route_order, _take
-from pyg_routing.errors import NoSolutionError
+from pyg_routing.errors import NoSolutionError, UnsupportedProblemError
 
 
 class RouteGraph(NamedTuple):
@@ -206,6 +206,13 @@ def route_graph_from_data(data: Data, name: str = "this encoding") -> RouteGraph
         raise NoSolutionError(
             f"{name} needs a solution (route arcs); build one with "
             f"RoutingData.from_routes(instance, routes)")
+    if "num_depots" in data and bool((data.num_depots > 1).any()):
+        # the graph of a multi-depot solution is one spider per depot: the closed forms
+        # of the graph encodings are built for one
+        raise UnsupportedProblemError(
+            f"{name} is computed on the route graph around one depot; this solution has "
+            f"{int(data.num_depots.max())} depots (several depots are not supported by "
+            f"the graph encodings)")
     n = data.num_nodes
     device = data.edge_index.device
     if isinstance(data, Batch):

@@ -13,8 +13,8 @@ from pyg_routing.data import (
     make_generator,
     route_quantities,
 )
-from pyg_routing.data.benchmark_io import read_instance_file
 from pyg_routing.data.benchmarks import BUNDLED_DIR
+from pyg_routing.data.instance_files import read_instance_file
 from pyg_routing.errors import InstanceFormatError, InvalidInstanceError, InvalidSolutionError
 
 POS = [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from pyg_routing.data.benchmark_io import read_instance_file, read_vrplib, sniff_format
+from pyg_routing.data.benchmark_io import read_vrplib, sniff_format
 from pyg_routing.data.benchmarks import BenchmarkDataset, load_instance
 from pyg_routing.data.explicit_io import (
     SUPPORTED_FORMATS,
@@ -22,6 +22,7 @@ from pyg_routing.data.explicit_io import (
     VRPLIB_FORMATS,
     classical_mds,
 )
+from pyg_routing.data.instance_files import read_instance_file
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InstanceFormatError, InvalidInstanceError
 

@@ -46,7 +46,7 @@ class RelocateEnv(ImprovementEnv):
     problems = (Problem.TSP,)
     inits = ("random",)
 
-    def reset(self, instances: Any, init: str, generator: Any = None) -> RelocateState:
+    def start(self, instances: Any, init: str, generator: Any = None) -> RelocateState:
         b, n = instances.pos.shape[:2]
         rest = torch.rand(b, n - 1, generator=generator).argsort(1) + 1
         tour = torch.cat([torch.zeros(b, 1, dtype=torch.long), rest], 1).to(instances.device)

@@ -108,7 +108,7 @@ def nearest_neighbor(instances: RoutingInstances) -> Tensor:
     visited[:, 0] = True
     done = torch.zeros(b, dtype=torch.bool, device=device)
     cur = torch.zeros(b, dtype=torch.long, device=device)
-    costs = instances.matrix_costs()
+    costs = instances.travel.matrix_or_none()
     # Return to the depot from each node (Euclidean: |pos[0] - pos[i]|, both ways).
     d0 = (_dist_from(pos, cur) if costs is None else costs[:, :, 0]).to(f64)  # [B, N]
     # Open routes never return: the depot's closing time does not bind.
@@ -221,7 +221,7 @@ def sweep(instances: RoutingInstances, order: str = "nearest") -> Tensor:
         rank = torch.zeros(b, n, dtype=pos.dtype, device=pos.device)
         rank.scatter_(1, by_angle, torch.arange(1, n, dtype=pos.dtype,
                                                 device=pos.device).expand(b, -1))
-    return _route_clusters(pos, cluster, rank, instances.matrix_costs())
+    return _route_clusters(pos, cluster, rank, instances.travel.matrix_or_none())
 
 
 def _route_clusters(pos: Tensor, cluster: Tensor, rank: Tensor | None = None,

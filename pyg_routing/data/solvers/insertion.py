@@ -41,7 +41,7 @@ def cheapest_insertion(instances: RoutingInstances) -> Tensor:
         ``[B, N + 1]`` long giant tours (one route).
     """
     _check_problem("cheapest_insertion", instances, (Problem.TSP, Problem.PDTSP))
-    costs = instances.matrix_costs()
+    costs = instances.travel.matrix_or_none()
     dist = euclidean_matrix(instances.pos) if costs is None else costs     # [B, N, N]
     # ``dist_t[b, j, i] = dist[b, i, j]``: arcs INTO a node as rows. A Euclidean
     # matrix is exactly symmetric (hypot of negated differences), so it is its own.

@@ -106,7 +106,8 @@ def _build(ii: IntegerInstance, num_vehicles: int) -> tuple[Any, Any]:
 
 
 def solve_ortools(instance: RoutingData, time_limit: float = 1.0, seed: int = 0, *,
-                  scale: float | None = None) -> list[list[int]]:
+                  scale: float | None = None, return_depots: bool = False
+                  ) -> list[list[int]] | tuple[list[list[int]], list[int]]:
     """Solve one instance with OR-Tools (parallel cheapest insertion, then guided
     local search until ``time_limit``).
 
@@ -118,12 +119,15 @@ def solve_ortools(instance: RoutingData, time_limit: float = 1.0, seed: int = 0,
         seed: accepted for a uniform solver interface; OR-Tools' routing search
             has no random seed (it is deterministic up to the time limit).
         scale: integer scale of distances (see :func:`integer_instance`).
+        return_depots: also return each route's depot (always 0: one depot).
 
     Returns:
-        Routes as lists of node ids (depot 0 omitted).
+        Routes as lists of node ids (depot 0 omitted); with ``return_depots``,
+        ``(routes, depots)``.
 
     Raises:
-        ValueError: unsupported problem.
+        ValueError: unsupported problem; an instance with several depots (PyVRP
+            models them: ``solver="pyvrp"``).
         InvalidInstanceError: a matrix the instance announces but lacks, or costs
             too large for the integer scale (see :func:`integer_instance`).
         InfeasibleSolutionError: no solution found within the time limit.
@@ -135,6 +139,9 @@ def solve_ortools(instance: RoutingData, time_limit: float = 1.0, seed: int = 0,
     if prob not in ORTOOLS_PROBLEMS:
         raise ValueError(f"solve_ortools does not support problem {prob.value!r}; supported: "
                          f"{', '.join(p.value for p in ORTOOLS_PROBLEMS)}")
+    if instance.depot_count > 1:
+        raise ValueError(f"{instance_label(instance)}solve_ortools models one depot; this "
+                         f"instance has {instance.depot_count} (solver 'pyvrp' takes them)")
     ii = integer_instance(instance, scale)
     if ii.time_window is not None and not ii.open_routes:
         # A closed route cannot serve a customer whose window opens after the depot
@@ -169,4 +176,4 @@ def solve_ortools(instance: RoutingData, time_limit: float = 1.0, seed: int = 0,
             index = solution.Value(routing.NextVar(index))
         if route:
             routes.append(route)
-    return routes
+    return (routes, [0] * len(routes)) if return_depots else routes

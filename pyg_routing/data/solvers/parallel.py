@@ -23,7 +23,8 @@ from pyg_routing.data.solvers.ortools_solver import solve_ortools
 from pyg_routing.data.solvers.pyvrp_solver import instance_label, is_open, solve_pyvrp
 from pyg_routing.errors import InfeasibleSolutionError, RoutingError
 
-#: Per-instance search solvers: ``(instance, time_limit, seed) -> routes``.
+#: Per-instance search solvers: ``(instance, time_limit, seed, return_depots=True) ->
+#: (routes, depots)`` (each route's depot, ``0 .. K-1``).
 SEARCH_SOLVERS: dict[str, Callable[..., list[list[int]]]] = {
     "pyvrp": solve_pyvrp,
     "ortools": solve_ortools,
@@ -71,10 +72,12 @@ def _init_worker() -> None:
 
 
 def _solve_one(index: int, instance: RoutingData, solver: str, time_limit: float,
-               seed: int) -> tuple[int, list[list[int]]]:
-    """Solve one instance (top level, so it pickles under ``spawn``)."""
+               seed: int) -> tuple[int, tuple[list[list[int]], list[int]]]:
+    """Solve one instance (top level, so it pickles under ``spawn``): its routes and
+    their depots."""
     try:
-        return index, SEARCH_SOLVERS[solver](instance, time_limit=time_limit, seed=seed)
+        return index, SEARCH_SOLVERS[solver](instance, time_limit=time_limit, seed=seed,
+                                             return_depots=True)
     except RoutingError as exc:
         if "name" in instance:
             raise
@@ -83,8 +86,8 @@ def _solve_one(index: int, instance: RoutingData, solver: str, time_limit: float
 
 
 def _verified(instance: RoutingData, routes: list[list[int]], solver: str,
-              position: int) -> RoutingData:
-    data = RoutingData.from_routes(instance, routes)
+              position: int, depots: list[int] | None = None) -> RoutingData:
+    data = RoutingData.from_routes(instance, routes, depots)
     if not bool(data.is_feasible(allow_zero_length=True)):
         label = instance_label(instance) if "name" in instance else f"instance {position}: "
         raise InfeasibleSolutionError(f"{label}solver {solver!r} returned an infeasible "
@@ -143,8 +146,8 @@ def solve_instances(instances: Sequence[RoutingData], solver: str = "auto",
         workers = max(1, min(workers, len(instances)))
         if workers == 1:
             for i, d in enumerate(instances):
-                _, routes = _solve_one(i, d, names[i], time_limit, seed)
-                results[i] = _verified(d, routes, names[i], i)
+                _, (routes, depots) = _solve_one(i, d, names[i], time_limit, seed)
+                results[i] = _verified(d, routes, names[i], i, depots)
                 bar.update()
         else:
             with ProcessPoolExecutor(workers, mp_context=get_context(mp_context),
@@ -153,8 +156,8 @@ def solve_instances(instances: Sequence[RoutingData], solver: str = "auto",
                            for i, d in enumerate(instances)]
                 try:
                     for future in as_completed(futures):
-                        i, routes = future.result()
-                        results[i] = _verified(instances[i], routes, names[i], i)
+                        i, (routes, depots) = future.result()
+                        results[i] = _verified(instances[i], routes, names[i], i, depots)
                         bar.update()
                 except BrokenProcessPool as exc:
                     raise RuntimeError(
@@ -178,6 +181,11 @@ def _solve_constructive(instances: list[RoutingData], solver: str,
     groups: dict[tuple, list[int]] = {}
     for i, d in enumerate(instances):
         _refuse_lost_matrix(d, i)
+        if d.depot_count > 1:
+            label = instance_label(d) if "name" in d else f"instance {i}: "
+            raise ValueError(f"{label}the constructive heuristic {solver!r} builds routes "
+                             f"from one depot; this instance has {d.depot_count} (solver "
+                             f"'pyvrp' takes them)")
         pairs = (tuple(d.pickup_delivery_index.flatten().tolist())
                  if "pickup_delivery_index" in d else ())
         # Instances with and without a cost matrix cannot share a dense batch (the
@@ -238,6 +246,15 @@ def stack_instances(instances: Sequence[RoutingData]) -> RoutingInstances:
     matrix = torch.stack([d.travel_cost.view(n, n) for d in instances]) \
         if explicit[0] else None
     opened = [is_open(d) for d in instances]
+    depots = [d.depot_count for d in instances]
+    if len(set(depots)) > 1:
+        i = next(i for i, k in enumerate(depots) if k != depots[0])
+        raise ValueError(f"instance {i} has {depots[i]} depots, instance 0 {depots[0]}; "
+                         f"stack only like instances")
+    limited = ["depot_vehicles" in d for d in instances]
+    if any(limited) and not all(limited):
+        raise ValueError(f"instance {limited.index(not limited[0])} differs from instance 0 in "
+                         f"whether its depots limit their vehicles; stack only like instances")
     cap = stack("capacity")
     return RoutingInstances(prob, stack("pos"), demand=stack("demand"),
                             capacity=None if cap is None else cap.reshape(-1),
@@ -246,4 +263,5 @@ def stack_instances(instances: Sequence[RoutingData]) -> RoutingInstances:
                             pickup_delivery_index=getattr(first, "pickup_delivery_index", None),
                             cost_matrix=matrix,
                             open_routes=torch.tensor(opened, device=first.pos.device)
-                            if any(opened) else None)
+                            if any(opened) else None,
+                            num_depots=depots[0], depot_vehicles=stack("depot_vehicles"))

@@ -60,8 +60,10 @@ class IntegerInstance:
         prize: ``[N]`` int64 (distance scale, nearest) or None.
         pairs: ``[2, P]`` pickup/delivery node ids or None.
         coords: ``[N, 2]`` float64 coordinates (labels only; travel uses the matrices).
-        open_routes: vehicles end at their last customer (the depot's column of
-            ``distance``/``duration`` is 0; the solvers relax the return deadline).
+        open_routes: vehicles end at their last customer (the depots' columns of
+            ``distance``/``duration`` are 0; the solvers relax the return deadline).
+        num_depots: ``K``, the depots (nodes ``0 .. K-1``); depot_vehicles: ``[K]``
+            int64 route limits, or None (unlimited).
     """
 
     problem: Problem
@@ -76,6 +78,8 @@ class IntegerInstance:
     pairs: np.ndarray | None = None
     coords: np.ndarray | None = None
     open_routes: bool = False
+    num_depots: int = 1
+    depot_vehicles: np.ndarray | None = None
 
 
 def instance_label(instance: RoutingData, node: int | None = None) -> str:
@@ -124,7 +128,7 @@ def float_distance_matrix(instance: RoutingData) -> tuple[np.ndarray, float]:
         dist = dist.to(torch.float64).numpy().reshape(n, n)
     if is_open(instance):
         dist = dist.copy()
-        dist[:, 0] = 0.0
+        dist[:, :instance.depot_count] = 0.0
     return dist, scale
 
 
@@ -174,7 +178,9 @@ def integer_instance(instance: RoutingData, scale: float | None = None) -> Integ
             f"{instance_label(instance)}travel costs up to {float(dist.max()):g} are too "
             f"large for integer scale {s:g} on {n} nodes; pass a smaller `scale`")
     out = IntegerInstance(prob, s, np.rint(dist * s).astype(np.int64), _ceil(dist * s),
-                          open_routes=is_open(instance))
+                          open_routes=is_open(instance), num_depots=instance.depot_count)
+    if "depot_vehicles" in instance:
+        out.depot_vehicles = instance.depot_vehicles.detach().cpu().numpy().astype(np.int64)
     np.fill_diagonal(out.duration, 0)
     out.coords = _numpy(instance.raw_pos if "raw_pos" in instance else instance.pos)
     if "demand" in instance and "capacity" in instance:
@@ -233,16 +239,20 @@ def _problem_data(ii: IntegerInstance) -> tuple[Any, Callable[[Any], int | None]
                 delivery_tw_early=early[d], delivery_tw_late=late[d],
                 delivery_service_duration=int(st[d]),
                 amount=[int(abs(demand[p]))] if has_load else []))
-    client_nodes = [v for v in range(1, n) if not paired[v]]
+    k = ii.num_depots
+    client_nodes = [v for v in range(k, n) if not paired[v]]
     optional = prob.has_prizes
     clients = [pyvrp.Client(
         location=v, delivery=[int(demand[v])] if has_load else [],
         service_duration=int(st[v]), tw_early=early[v], tw_late=late[v],
         prize=int(ii.prize[v]) if optional else 0, required=not optional)
         for v in client_nodes]
-    num_vehicles = 1 if prob.single_route else max(1, n - 1)
+    num_vehicles = 1 if prob.single_route else max(1, n - k)
+    fleet = [num_vehicles] * k if ii.depot_vehicles is None else \
+        [min(int(m), num_vehicles) for m in ii.depot_vehicles]
     capacity = [int(ii.capacity)] if has_load else []
-    depots = [pyvrp.Depot(0, tw_early=early[0], tw_late=late[0], service_duration=int(st[0]))]
+    depots = [pyvrp.Depot(d, tw_early=early[d], tw_late=late[d], service_duration=int(st[d]))
+              for d in range(k)]
     # Coordinates are only labels (plots, neighbourhoods); travel uses the matrices.
     coords = ii.coords if ii.coords is not None else np.zeros((n, 2))
     locations = [pyvrp.Location(float(x), float(y)) for x, y in coords.tolist()]
@@ -258,14 +268,16 @@ def _problem_data(ii: IntegerInstance) -> tuple[Any, Callable[[Any], int | None]
         depots.append(pyvrp.Depot(n, name="open route end"))
         locations.append(locations[0])
         distance, duration = _with_open_end(distance), _with_open_end(duration)
-        vehicle = pyvrp.VehicleType(num_available=num_vehicles, capacity=capacity,
-                                    start_depot=0, end_depot=1, tw_early=early[0],
-                                    start_late=late[0])
+        vehicles = [pyvrp.VehicleType(num_available=fleet[d], capacity=capacity,
+                                      start_depot=d, end_depot=k, tw_early=early[d],
+                                      start_late=late[d]) for d in range(k)]
     else:
-        vehicle = pyvrp.VehicleType(num_available=num_vehicles, capacity=capacity,
-                                    tw_early=early[0], tw_late=late[0])
+        # one vehicle type per depot: its routes leave from and return to it
+        vehicles = [pyvrp.VehicleType(num_available=fleet[d], capacity=capacity,
+                                      start_depot=d, end_depot=d, tw_early=early[d],
+                                      tw_late=late[d]) for d in range(k)]
     data = pyvrp.ProblemData(locations=locations, clients=clients, depots=depots,
-                             vehicle_types=[vehicle], distance_matrices=[distance],
+                             vehicle_types=vehicles, distance_matrices=[distance],
                              duration_matrices=[duration], shipments=shipments)
 
     pairs = ii.pairs.tolist() if ii.pairs is not None else [[], []]
@@ -295,7 +307,8 @@ def _with_open_end(matrix: np.ndarray) -> np.ndarray:
 
 
 def solve_pyvrp(instance: RoutingData, time_limit: float = 1.0, seed: int = 0, *,
-                scale: float | None = None) -> list[list[int]]:
+                scale: float | None = None, return_depots: bool = False
+                ) -> list[list[int]] | tuple[list[list[int]], list[int]]:
     """Solve one instance with PyVRP.
 
     Supports ``tsp``, ``cvrp``, ``vrptw``, ``pcvrp`` and the pickup-and-delivery
@@ -307,12 +320,16 @@ def solve_pyvrp(instance: RoutingData, time_limit: float = 1.0, seed: int = 0, *
         time_limit: wall-clock seconds for the search.
         seed: random seed of the search.
         scale: integer scale of distances and times (see :func:`integer_instance`).
+        return_depots: also return each route's depot (needed for an instance with
+            several depots, each a vehicle type of PyVRP's whose routes start and end
+            there, with the instance's ``depot_vehicles`` as their fleet).
 
     Returns:
-        Routes as lists of node ids (depot 0 omitted), e.g. ``[[3, 1], [2]]``.
+        Routes as lists of node ids (depots omitted), e.g. ``[[3, 1], [2]]``; with
+        ``return_depots``, ``(routes, depots)``: the depot (``0 .. K-1``) of each.
 
     Raises:
-        ValueError: unsupported problem.
+        ValueError: unsupported problem; several depots without ``return_depots``.
         InvalidInstanceError: a matrix the instance announces but lacks, a window
             too narrow for the integer scale, costs too large for it.
         InfeasibleSolutionError: PyVRP's best solution is infeasible (no feasible
@@ -324,6 +341,10 @@ def solve_pyvrp(instance: RoutingData, time_limit: float = 1.0, seed: int = 0, *
     if prob not in PYVRP_PROBLEMS:
         raise ValueError(f"solve_pyvrp does not support problem {prob.value!r}; supported: "
                          f"{', '.join(p.value for p in PYVRP_PROBLEMS)}")
+    if instance.depot_count > 1 and not return_depots:
+        raise ValueError(f"{instance_label(instance)}the instance has "
+                         f"{instance.depot_count} depots: routes alone would lose them; "
+                         f"pass return_depots=True")
     data, decode = _problem_data(integer_instance(instance, scale))
     result = pyvrp.solve(data, pyvrp.stop.MaxRuntime(float(time_limit)), seed=int(seed),
                          collect_stats=False, display=False)
@@ -333,9 +354,10 @@ def solve_pyvrp(instance: RoutingData, time_limit: float = 1.0, seed: int = 0, *
             f"{instance_label(instance)}PyVRP found no feasible solution in {time_limit:g} s "
             f"(time warp {best.time_warp()}, excess load {best.excess_load()}, "
             f"{best.num_missing_clients()} required client(s) missing)")
-    routes = []
+    routes, depots = [], []
     for route in best.routes():
         nodes = [v for v in (decode(a) for a in route) if v is not None]
         if nodes:
             routes.append(nodes)
-    return routes
+            depots.append(int(route.start_depot()))
+    return (routes, depots) if return_depots else routes

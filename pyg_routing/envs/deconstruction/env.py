@@ -29,7 +29,6 @@ import torch
 
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.base import RoutingEnv
 from pyg_routing.envs.deconstruction._validate import (
     InvalidRemovalSetError,
@@ -40,7 +39,7 @@ from pyg_routing.envs.deconstruction._validate import (
 )
 from pyg_routing.envs.deconstruction.destroy import DestroyProvider, check_destroy
 from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
-from pyg_routing.envs.deconstruction.problem import ProblemArrays
+from pyg_routing.envs.deconstruction.problem import NDS_VARIANTS, ProblemArrays
 from pyg_routing.envs.deconstruction.repair import (
     apply_sets_sa,
     commit_sets,
@@ -101,15 +100,14 @@ class DeconstructionEnv(RoutingEnv):
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     #: NDS's start solution is the only initial-solution rule
     inits: ClassVar[tuple[str, ...]] = ("nds",)
-    #: the search reads every arc in its driven direction (asymmetric matrices) and
-    #: lets open routes end at their last customer (:mod:`.problem`); the policy's
-    #: observation stays the coordinates'
-    cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean", "explicit", "open")
+    #: the kernels' (:data:`.problem.NDS_VARIANTS`); the policy's observation stays the
+    #: coordinates'
+    variants: ClassVar[tuple[str, ...]] = NDS_VARIANTS
 
     def __init__(self, recreate_n: int = 5) -> None:
         self.recreate_n = check_recreate_n(recreate_n)
 
-    def reset(self, instances: RoutingInstances, augment: int = 1,
+    def start(self, instances: RoutingInstances, augment: int = 1,
               rng: np.random.Generator | int | None = None) -> DeconstructionBatch:
         """NDS start solutions for ``augment`` slots per instance.
 
@@ -120,12 +118,9 @@ class DeconstructionEnv(RoutingEnv):
             UnsupportedProblemError: a problem other than cvrp, vrptw, pcvrp.
             InvalidInstanceError: malformed instances (naming the instance).
         """
-        if not isinstance(instances, RoutingInstances):
-            raise not_a_batch(instances, "DeconstructionEnv.reset")
         augment = check_count(augment, "augment", 1)
         rng = as_generator(rng)
         self.check_problem(instances.problem)
-        self.check_costs(instances)
         arrays = ProblemArrays.from_instances(instances)
         inst = np.repeat(np.arange(arrays.num_instances, dtype=np.int32), augment)
         state = start_solutions(arrays, inst, rng=rng)

@@ -70,24 +70,30 @@ def instance_distances(instances: RoutingInstances, pos: np.ndarray) -> np.ndarr
     """``[I, N+1, N+1]`` float64 travel costs of ``instances`` by the rule of
     :mod:`pyg_routing.data.costs` (``pos``: their float64 coordinates).
 
-    An explicit matrix: :meth:`RoutingInstances.costs` (diagonal and open routes by the
-    rule), in float64. Coordinates: :func:`euclidean_distances` (the arithmetic of the
-    Euclidean path, unchanged), with the depot column zeroed on open-route instances.
+    An explicit matrix: :meth:`TravelCost.dense <pyg_routing.data.travel.TravelCost.dense>`
+    (diagonal and open routes by the rule), in float64. Coordinates:
+    :func:`euclidean_distances` (the arithmetic of the Euclidean path, unchanged), with
+    the depots' columns zeroed on open-route instances.
     """
-    if instances.cost_matrix is not None:         # the rule applied: diagonal, open routes
-        return instances.costs().detach().cpu().to(dtype=torch.float64).numpy()
+    travel = instances.travel
+    if travel.matrix is not None:                  # the rule applied: diagonal, open routes
+        return travel.dense().detach().cpu().to(dtype=torch.float64).numpy()
     dist = euclidean_distances(pos)
     opened = open_flags(instances)
-    if opened.any():
-        dist[opened, :, 0] = 0.0                   # the vehicle ends at its last customer
+    if opened.any():                               # the vehicle ends at its last customer
+        dist[opened, :, :travel.num_depots] = 0.0
     return dist
 
 
 def open_flags(instances: RoutingInstances) -> np.ndarray:
     """``bool [I]`` the instances with open routes."""
-    if instances.open_routes is None:
-        return np.zeros(len(instances), dtype=bool)
-    return instances.open_routes.detach().cpu().reshape(-1).numpy().astype(bool)
+    return instances.travel.open_flags().detach().cpu().numpy().astype(bool)
+
+
+#: The variants the NDS kernels search (:mod:`pyg_routing.data.travel`): every arc is read
+#: in its driven direction (asymmetric matrices) and open routes end at their last
+#: customer; one depot, node 0
+NDS_VARIANTS = ("euclidean", "explicit", "open")
 
 
 @dataclass
@@ -183,6 +189,8 @@ class ProblemArrays:
             supported = ", ".join(p.value for p in KIND_OF_PROBLEM)
             raise UnsupportedProblemError(
                 f"the NDS repair supports {supported}; got problem {prob.value!r}")
+        # every NDS path (the environment, the search, a removal policy) starts here
+        instances.travel.refuse_variants(NDS_VARIANTS, "the NDS repair")
         instances.check()
         pos = instances.pos.detach().cpu().to(dtype=torch.float64).numpy()
         b, n1 = pos.shape[:2]

@@ -36,7 +36,6 @@ from torch import Tensor
 from pyg_routing.data.costs import asymmetric_rows
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.base import ImprovementEnv, Observation
 from pyg_routing.envs.pair_reinsertion.observation import observe
 from pyg_routing.envs.pair_reinsertion.state import PairReinsertionState
@@ -64,7 +63,7 @@ class PairReinsertionEnv(ImprovementEnv):
     feature_widths: ClassVar[dict[Problem, int]] = {Problem.PDTSP: 2}
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = INITS
-    cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean", "explicit")
+    variants: ClassVar[tuple[str, ...]] = ("euclidean", "explicit")
 
     def __init__(self, window: int | None = None) -> None:
         if window is not None and (isinstance(window, bool) or not isinstance(window, int)
@@ -72,8 +71,8 @@ class PairReinsertionEnv(ImprovementEnv):
             raise ValueError(f"window must be an integer >= 1, got {window!r}")
         self.window = window
 
-    # ------------------------------------------------------------------ reset
-    def reset(self, instances: RoutingInstances, init: str | Tensor | Any = "random",
+    # ------------------------------------------------------------------ start
+    def start(self, instances: RoutingInstances, init: str | Tensor | Any = "random",
               generator: torch.Generator | None = None) -> PairReinsertionState:
         """Initial tours of ``B`` PDTSP instances.
 
@@ -97,9 +96,6 @@ class PairReinsertionEnv(ImprovementEnv):
                 (naming the instance and the pair).
             ValueError: an unknown ``init`` name.
         """
-        if not isinstance(instances, RoutingInstances):
-            raise not_a_batch(instances, "PairReinsertionEnv.reset")
-        self.check_costs(instances)
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"PairReinsertionEnv.reset: `generator` must be a "
                             f"torch.Generator or None, got {generator!r}")
@@ -133,7 +129,7 @@ class PairReinsertionEnv(ImprovementEnv):
                             f"ids from the depot: a tensor, a numpy array or a list of "
                             f"rows), got {type(init).__name__}")
         pos = instances.pos[:, perm]
-        costs = instances.matrix_costs()
+        costs = instances.travel.matrix_or_none()
         if costs is not None:
             costs = costs.index_select(1, perm).index_select(2, perm)
         cost = cycle_cost(pos, order, costs)

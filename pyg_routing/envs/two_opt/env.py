@@ -44,7 +44,7 @@ class TwoOptEnv(ImprovementEnv):
     feature_widths: ClassVar[dict[Problem, int]] = dict(FEATURE_WIDTHS)
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = moves.INITS
-    cost_kinds: ClassVar[tuple[str, ...]] = ("euclidean", "explicit", "open")
+    variants: ClassVar[tuple[str, ...]] = ("euclidean", "explicit", "open")
 
     def __init__(self, num_depots: int | None = None, extra_depots: int = 2,
                  depot_rate: float | None = None) -> None:
@@ -56,9 +56,8 @@ class TwoOptEnv(ImprovementEnv):
         self.extra_depots = extra_depots
         self.depot_rate = depot_rate
 
-    def reset(self, instances: RoutingInstances, init: str = "sweep",
+    def start(self, instances: RoutingInstances, init: str = "sweep",
               generator: torch.Generator | None = None) -> TwoOptState:
-        self.check_costs(instances)
         num_depots = self.num_depots
         if self.depot_rate is not None and not instances.problem.single_route:
             n = instances.pos.shape[1] - 1

@@ -140,7 +140,7 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
                        rank_from_order(order), cost, cost.clone(), order.clone(),
                        torch.full((b, 2), -1, dtype=torch.long, device=dev),
                        time_window=tw, service_time=st, pairs=pairs, costs=costs,
-                       open_routes=instances.open_routes,
+                       open_routes=instances.travel.open_routes,
                        asymmetric=None if costs is None else asymmetric_rows(costs))
 
 
@@ -148,7 +148,7 @@ def _state_costs(instances: RoutingInstances, k: int) -> Tensor | None:
     """``[B, M, M]`` travel costs of the state's nodes (the ``K`` depot copies share
     the depot's row and column), for instances with an explicit matrix or open
     routes; ``None`` keeps the Euclidean arithmetic of ``pos``."""
-    costs = instances.matrix_costs()
+    costs = instances.travel.matrix_or_none()
     if costs is None:
         return None
     n = instances.num_nodes
