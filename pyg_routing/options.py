@@ -25,6 +25,10 @@ FREQUENCIES = ("harmonic", "geometric")
 AMPLITUDES = {"inverse_square": 2.0, "inverse": 1.0, "flat": 0.0}
 #: XPE's choices: the per-node angle, or one of the per-route aggregations
 AGGREGATIONS = ("node", "mean", "circular_mean", "demand_mean", "median", "midpoint")
+#: XPE's reference point on multi-depot solutions (:mod:`pyg_routing.functional.depot_reference`):
+#: node 0 (the paper's one depot), the route's own depot, or the route's own depot plus a
+#: code of that depot
+XPE_REFERENCES = ("first", "route", "route_code")
 
 # ------------------------------------------------------------------------ models
 #: the encoders a backbone with an architecture of its own (DACT, N2S, NDS) can take:

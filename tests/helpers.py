@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Iterator, Sequence
 
 from torch_geometric.data import Batch
 
@@ -95,3 +97,18 @@ def straight_and_resumed(make_model, make_trainer, make_datamodule, checkpoint):
     make_trainer(max_epochs=2, limit_train_batches=1).fit(
         resumed, datamodule=make_datamodule(), ckpt_path=checkpoint)
     return straight, resumed
+
+
+def all_route_sets(customers: Sequence[int]) -> Iterator[list[list[int]]]:
+    """Every way to serve ``customers`` by ordered routes: each customer order, cut
+    into routes at every subset of its gaps (the brute force of tiny instances)."""
+    for perm in itertools.permutations(customers):
+        for cuts in itertools.product((False, True), repeat=len(perm) - 1):
+            routes, current = [], [perm[0]]
+            for c, cut in zip(perm[1:], cuts):
+                if cut:
+                    routes.append(current)
+                    current = []
+                current.append(c)
+            routes.append(current)
+            yield routes

@@ -152,6 +152,7 @@ def run(parsed: Parsed) -> dict[str, Any]:
     else:
         from pyg_routing.probes.spearman import (
             builtin_encodings,
+            depot_reference_variants,
             open_route_variants,
             paper_encodings,
             spearman_probe,
@@ -161,9 +162,13 @@ def run(parsed: Parsed) -> dict[str, Any]:
                     else builtin_encodings(args.dim))
         if args.data.open_routes:  # the open-route phase against the closed formula
             encoders.update(open_route_variants(args.dim))
+        if args.data.depots > 1:   # XPE's reference points (the multi-depot design)
+            encoders.update(depot_reference_variants(args.dim))
         ours = spearman_probe(ds, encoders, num_pairs=args.pairs, seed=args.probe_seed,
                               batch_size=args.batch_size)
-        matched = {name: paper.paper_key(name) for name in ours}
+        # the paper probes one depot: its rows do not stand beside multi-depot numbers
+        matched = {name: None if args.data.depots > 1 else paper.paper_key(name)
+                   for name in ours}
         out.update(definition=definitions.SPEARMAN, encodings=args.encodings,
                    num_pairs=args.pairs, dim=args.dim, ours=ours,
                    paper_rows=matched,

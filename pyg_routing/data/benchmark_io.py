@@ -52,15 +52,21 @@ class UnrecognizedFormatError(InstanceFormatError):
     folder listing may pass over, whereas empty and unreadable files are reported."""
 
 
-def _lines(path: Path) -> list[str]:
-    """Non-empty stripped lines (handles CRLF, tabs, a missing final newline);
-    :class:`InstanceFormatError` for a file that is unreadable, not text, or empty."""
+def read_text(path: Path) -> str:
+    """The file's text; :class:`InstanceFormatError` naming it when it is unreadable
+    or not text (every instance reader starts here)."""
     try:
-        text = path.read_text()
+        return path.read_text()
     except UnicodeDecodeError as exc:
         raise InstanceFormatError(f"{path}: not a text file ({exc.reason})") from None
     except OSError as exc:
         raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
+
+
+def _lines(path: Path) -> list[str]:
+    """Non-empty stripped lines (handles CRLF, tabs, a missing final newline);
+    :class:`InstanceFormatError` for a file that is unreadable, not text, or empty."""
+    text = read_text(path)
     lines = [s for line in text.splitlines() if (s := line.strip())]
     if not lines:
         raise InstanceFormatError(f"{path}: the file is empty" if not text else

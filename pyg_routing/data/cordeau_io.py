@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pyg_routing.data.benchmark_io import InstanceFormatError, normalize_coords
+from pyg_routing.data.benchmark_io import InstanceFormatError, normalize_coords, read_text
 from pyg_routing.data.routing_data import RoutingData
 from pyg_routing.errors import InvalidInstanceError
 
@@ -67,12 +67,7 @@ class _Lines:
     number, so every error names the line a reader opens in an editor."""
 
     def __init__(self, path: Path) -> None:
-        try:
-            text = path.read_text()
-        except UnicodeDecodeError as exc:
-            raise InstanceFormatError(f"{path}: not a text file ({exc.reason})") from None
-        except OSError as exc:
-            raise InstanceFormatError(f"{path}: cannot be read ({exc})") from None
+        text = read_text(path)
         self.path = path
         self.rows = [(i, line.split()) for i, line in enumerate(text.splitlines(), 1)
                      if line.strip()]

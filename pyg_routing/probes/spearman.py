@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
-from pyg_routing.errors import RoutingError
+from pyg_routing.errors import RoutingError, UnsupportedProblemError
 from pyg_routing.probes.anisometry import as_batch, node_graph, node_route_id
 from pyg_routing.probes.definitions import SPEARMAN
 
@@ -111,7 +111,8 @@ def pair_dissimilarity(encoders: Mapping[str, Encoder], data_list: list[Data],
     """Dissimilarity of every pair (``[2, P]`` global node ids over ``data_list``
     batched in order) under each encoder, calling each on batches of
     ``batch_size`` instances (under ``torch.no_grad()``); ``None`` for an encoder
-    that returns ``None``."""
+    that returns ``None`` or refuses the solutions (:class:`UnsupportedProblemError`:
+    the graph encodings on several depots)."""
     sizes = torch.tensor([d.num_nodes for d in data_list])
     ptr = torch.cat([sizes.new_zeros(1), torch.cumsum(sizes, 0)])
     graph_of = torch.repeat_interleave(torch.arange(len(data_list)), sizes)
@@ -128,8 +129,11 @@ def pair_dissimilarity(encoders: Mapping[str, Encoder], data_list: list[Data],
         for name, fn in encoders.items():
             if out[name] is None:
                 continue
-            with torch.no_grad():
-                pe = fn(batch)
+            try:
+                with torch.no_grad():
+                    pe = fn(batch)
+            except UnsupportedProblemError:     # e.g. a graph encoding on several depots
+                pe = None
             if pe is None:
                 out[name] = None
                 continue
@@ -234,6 +238,25 @@ def open_route_variants(dim: int = 64) -> dict[str, Encoder]:
     return {"IPE (open: half period)": node(half), "IPE (open: closed phase)": node(closed)}
 
 
+def depot_reference_variants(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
+    """XPE and IPE + XPE with each reference point of
+    :mod:`~pyg_routing.functional.depot_reference` (what ``probe spearman`` adds on
+    multi-depot instances; with one depot the three coincide)."""
+    from pyg_routing.options import XPE_REFERENCES
+    from pyg_routing.transforms import IPEXPE, XPE
+    from pyg_routing.transforms._base import EncodingInputs
+
+    label = {"first": "node 0", "route": "route's depot", "route_code": "route's depot + code"}
+    out: dict[str, Encoder] = {}
+    for ref in XPE_REFERENCES:
+        xpe_t, both = XPE(num_bands, reference=ref), IPEXPE(dim, num_bands, reference=ref)
+        out[f"XPE ({label[ref]})"] = node(
+            lambda b, t=xpe_t: t.code(EncodingInputs.from_data(b)))
+        out[f"IPE + XPE ({label[ref]})"] = node(
+            lambda b, t=both: t.code(EncodingInputs.from_data(b)))
+    return out
+
+
 def builtin_encodings(dim: int = 64, num_bands: int = 4) -> dict[str, Encoder]:
     """Small reference set built on :mod:`pyg_routing.functional.route_pe`:
     IPE (the library default: harmonic frequencies ``k + 1`` with amplitudes
@@ -278,6 +301,7 @@ def paper_encodings(dim: int = 64) -> dict[str, Encoder]:
     return dict(probe_representations(dim=dim))
 
 
-__all__ = ["DEFINITION", "Encoder", "ProbePairs", "builtin_encodings", "node", "pairwise",
+__all__ = ["DEFINITION", "Encoder", "ProbePairs", "builtin_encodings",
+           "depot_reference_variants", "node", "pairwise",
            "pair_dissimilarity", "paper_encodings", "sample_pairs", "spearman",
            "spearman_probe"]

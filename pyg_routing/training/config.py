@@ -101,10 +101,22 @@ class BackboneConfig(Section):
             raise ValueError(f"--data.open_routes applies to "
                              f"{' and '.join(p.value for p in OPEN_ROUTE_PROBLEMS)}, not "
                              f"{self.problem}")
+
         if self.encoding.xpe_aggregation == "demand_mean" and not problem.has_capacity \
                 and self.pe in encodings.takers("xpe_aggregation"):
             raise ValueError(f"--encoding.xpe_aggregation demand_mean weighs by demand; "
                              f"{self.problem} has no demands")
+
+    def check_environment(self, env: Any) -> None:
+        """Refuse what the backbone's environment ``env`` cannot start from: another
+        problem, or a variant of the instance family it does not declare (``--data.depots
+        K > 1`` without ``multi_depot``). Each backbone's configuration calls it with its
+        environment (imported there: torch, once the configuration is built)."""
+        env.check_problem(Problem.parse(self.problem))
+        if self.data.depots > 1 and "multi_depot" not in env.variants:
+            raise ValueError(f"--data.depots {self.data.depots}: the {self.backbone} backbone "
+                             f"searches instances with one depot (its environment's "
+                             f"variants: {', '.join(env.variants)})")
 
     def check_training(self) -> None:
         """Refuse what this configuration cannot train, before anything is written: an

@@ -125,7 +125,7 @@ class DACTConfig(BackboneConfig):
             self.train.xi_cl = XI_CL.get(Problem.parse(self.problem), 1.0)
         from pyg_routing.envs import TwoOptEnv  # its problems and inits; torch when built
 
-        TwoOptEnv().check_problem(Problem.parse(self.problem))
+        self.check_environment(TwoOptEnv())
         if self.model.depot_rate is not None and Problem.parse(self.problem).single_route:
             raise ValueError(f"--model.depot_rate sets the depot copies of CVRP/VRPTW; "
                              f"{self.problem} has one route")

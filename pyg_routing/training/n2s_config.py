@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pyg_routing.data.problems import Problem
 from pyg_routing.training.config import BackboneConfig
 from pyg_routing.training.ppo_config import PPOTrain, StepTest, StepValidate
 from pyg_routing.training.sections import Encoder, EncodingOptions, ModelOptions, bound
@@ -93,7 +92,7 @@ class N2SConfig(BackboneConfig):
         super().__post_init__()
         from pyg_routing.envs import PairReinsertionEnv  # its problems and inits
 
-        PairReinsertionEnv().check_problem(Problem.parse(self.problem))
+        self.check_environment(PairReinsertionEnv())
         self.train.init = self.train.init or "random"
         for flag, init in (("--train.init", self.train.init), ("--test.init", self.test.init)):
             if init is not None and init not in PairReinsertionEnv.inits:

@@ -133,7 +133,7 @@ class NDSConfig(BackboneConfig):
         super().__post_init__()
         from pyg_routing.envs.deconstruction import DeconstructionEnv  # its problems
 
-        DeconstructionEnv(self.train.recreate).check_problem(self.problem)
+        self.check_environment(DeconstructionEnv(self.train.recreate))
 
     def check_training(self) -> None:
         super().check_training()

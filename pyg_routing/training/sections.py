@@ -206,6 +206,9 @@ class DataOptions(Section):
     """costs streets: share of one-way inner streets"""
     open_routes: bool = False
     """cvrp, vrptw: open routes (vehicles end at their last customer)"""
+    depots: int = bound(1, low=1)
+    """cvrp: depots per instance (nodes 0..K-1, each uniform like App. F's depot); the
+    datasets, references and probes take several, the backbones search one"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -216,8 +219,8 @@ class DataOptions(Section):
                                      f"--data.costs streets only (costs {self.costs})")
 
     def generator_options(self) -> dict[str, Any]:
-        """Extra ``make_generator`` arguments: the preset, cost model and open routes,
-        only where they differ from the paper's (so a Euclidean configuration asks for
+        """Extra ``make_generator`` arguments: the preset, cost model, open routes and
+        depots, only where they differ from the paper's (so a Euclidean configuration asks for
         exactly the generators it always did)."""
         out: dict[str, Any] = {}
         if self.preset != "paper":
@@ -226,6 +229,8 @@ class DataOptions(Section):
             out.update(costs=self.costs, grid=self.grid, one_way=self.one_way)
         if self.open_routes:
             out["open_routes"] = True
+        if self.depots != 1:
+            out["depots"] = self.depots
         return out
 
 

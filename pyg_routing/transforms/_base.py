@@ -22,6 +22,7 @@ from pyg_routing.data.costs import asymmetric_graphs, direction_sensitive
 from pyg_routing.data.problems import Problem
 from pyg_routing.errors import NoSolutionError
 from pyg_routing.functional._route_graph import RouteGraph, route_graph_from_data
+from pyg_routing.functional.depot_reference import node_depots
 from pyg_routing.functional.index_pe import route_sizes
 
 
@@ -57,6 +58,10 @@ class EncodingInputs:
             state that keeps its solution so (all routes in a row, joined by depot
             copies, from depot copy 0 at 0: the 2-opt and pair-reinsertion states);
             ``None`` elsewhere. Every graph then has the same number of nodes.
+        pos: ``[N, 2]`` coordinates and home: ``[N]`` the depot node of each node (its
+            route's; :func:`~pyg_routing.functional.depot_reference.node_depots`):
+            what XPE's other reference points read; ``None``: every angle is about
+            node 0 (``depot_angle``).
     """
 
     depot_angle: Tensor
@@ -73,6 +78,8 @@ class EncodingInputs:
     dtype: torch.dtype | None = None
     open_routes: Tensor | None = None
     cycle_pos: Tensor | None = None
+    pos: Tensor | None = None
+    home: Tensor | None = None
 
     @classmethod
     def from_data(cls, data: Data) -> EncodingInputs:
@@ -86,6 +93,11 @@ class EncodingInputs:
             data.num_nodes, len(probs))
         aware = direction_sensitive(aware, asym, getattr(data, "open_routes", None))
         solved = "route_pos" in data
+        batched = isinstance(data, Batch)
+        first = data.ptr[:-1].index_select(0, data.batch) if batched else torch.zeros(
+            data.num_nodes, dtype=torch.long, device=data.pos.device)
+        home = node_depots(first, data.route_id if solved else None,
+                           data.route_depot if "route_depot" in data else None)
         return cls(
             depot_angle=data.depot_angle, depot_mask=data.depot_mask,
             direction_sensitive=aware, batch=data.batch if isinstance(data, Batch) else None,
@@ -96,7 +108,7 @@ class EncodingInputs:
             route_graph=lambda name="this encoding": route_graph_from_data(data, name),
             demand=data.demand if "demand" in data else None,
             dtype=data.pos.dtype if data.pos.is_floating_point() else None,
-            open_routes=getattr(data, "open_routes", None))
+            open_routes=getattr(data, "open_routes", None), pos=data.pos, home=home)
 
     def node_open_routes(self) -> Tensor | None:
         """``[N]`` bool, True for the nodes of open-route graphs (IPE's half-period

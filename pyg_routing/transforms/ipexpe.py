@@ -18,16 +18,19 @@ class IPEXPE(NodeEncoding):
         num_bands: XPE bands ``K`` (XPE adds ``2K`` channels).
         direction, frequencies, base, amplitude, phase: as in :class:`IPE`.
         aggregation: as in :class:`XPE` (``"node"``: the paper's per-node XPE).
+        reference: XPE's reference point on multi-depot solutions, as in :class:`XPE`.
         attr_name: attribute name; ``None`` concatenates onto ``data.x``.
     """
 
     def __init__(self, dim: int = 64, num_bands: int = 4, direction: str = "auto",
                  frequencies: str = "harmonic", base: float = 10000.0,
                  attr_name: str | None = "pe", amplitude: str = "inverse_square",
-                 phase: str = "distance", aggregation: str = "node") -> None:
+                 phase: str = "distance", aggregation: str = "node",
+                 reference: str = "first") -> None:
         self.ipe = IPE(dim, direction, frequencies, base, attr_name=None, amplitude=amplitude,
                        phase=phase)
-        self.xpe = XPE(num_bands, None, attr_name=None, aggregation=aggregation)
+        self.xpe = XPE(num_bands, None, attr_name=None, aggregation=aggregation,
+                       reference=reference)
         self.attr_name = attr_name
 
     @property
@@ -43,4 +46,6 @@ class IPEXPE(NodeEncoding):
                 f"amplitude={self.ipe.amplitude!r}"
                 + (f", phase={self.ipe.phase!r}" if self.ipe.phase != "distance" else "")
                 + (f", aggregation={self.xpe.aggregation!r}"
-                   if self.xpe.aggregation != "node" else "") + ")")
+                   if self.xpe.aggregation != "node" else "")
+                + (f", reference={self.xpe.reference!r}"
+                   if self.xpe.reference != "first" else "") + ")")

@@ -5,7 +5,6 @@ in one line, and PyVRP's references against the exhaustive optimum."""
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import pytest
@@ -23,6 +22,7 @@ from pyg_routing.errors import (
     UnsupportedProblemError,
 )
 from pyg_routing.transforms import IPEXPE
+from tests.helpers import all_route_sets
 
 
 def _instance(k: int = 2, n: int = 6, seed: int = 0, **kw) -> RoutingData:
@@ -215,17 +215,8 @@ def _brute_force(inst: RoutingData) -> float:
     pos, demand, cap = inst.pos.double(), inst.demand.tolist(), float(inst.capacity)
     customers = list(range(k, n))
     best = math.inf
-    for perm in itertools.permutations(customers):
-        for cuts in itertools.product([False, True], repeat=len(perm) - 1):
-            routes, cur = [], [perm[0]]
-            for c, cut in zip(perm[1:], cuts):
-                if cut:
-                    routes.append(cur)
-                    cur = []
-                cur.append(c)
-            routes.append(cur)
-            if any(sum(demand[c] for c in r) > cap for r in routes):
-                continue
+    for routes in all_route_sets(customers):
+        if all(sum(demand[c] for c in r) <= cap for r in routes):
             best = min(best, sum(min(_length(pos, r, d) for d in range(k)) for r in routes))
     return best
 

@@ -4,7 +4,6 @@ their best-known values from ``bks.csv``, ``.sol`` files or the paper's table.""
 
 from __future__ import annotations
 
-import itertools
 import shutil
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from pyg_routing.envs import TwoOptEnv
 from pyg_routing.envs.deconstruction import SISRDestroy
 from pyg_routing.errors import InstanceFormatError, InvalidInstanceError
 from pyg_routing.search import DestroyRepairSearch, MaxIterations, improve
+from tests.helpers import all_route_sets
 
 SHARED_X = Path(__file__).resolve().parents[3] / "shared" / "data" / "cvrplib" / "X"
 CUSTOMERS = 7
@@ -73,17 +73,9 @@ def _brute_force_optimum(facts: dict, capacity: int = 10) -> float:
     """The cheapest routes by the file's matrix, over every customer order and split."""
     demand = {k: int(facts["demand"][facts["order"][k] - 1]) for k in range(1, CUSTOMERS + 1)}
     best = float("inf")
-    for perm in itertools.permutations(range(1, CUSTOMERS + 1)):
-        for cuts in itertools.product((False, True), repeat=CUSTOMERS - 1):
-            routes, current = [], [perm[0]]
-            for c, cut in zip(perm[1:], cuts):
-                if cut:
-                    routes.append(current)
-                    current = []
-                current.append(c)
-            routes.append(current)
-            if all(sum(demand[c] for c in r) <= capacity for r in routes):
-                best = min(best, _matrix_sum(routes, facts))
+    for routes in all_route_sets(range(1, CUSTOMERS + 1)):
+        if all(sum(demand[c] for c in r) <= capacity for r in routes):
+            best = min(best, _matrix_sum(routes, facts))
     return best
 
 
