@@ -185,11 +185,11 @@ class CompareSearch:
         return row
 
 
-def run(command: RecipeCommand) -> dict[str, Any]:
+def run(command: RecipeCommand) -> dict[str, Any] | None:
     """Train and evaluate every encoding; returns the table as rows."""
     from pyg_routing.probes.paper_values import MAIN_COMPARISON, paper_problem_key
     from pyg_routing.training.callbacks import ValidationCurve
-    from pyg_routing.training.fit import VAL_SEED_OFFSET, fit
+    from pyg_routing.training.fit import VAL_SEED_OFFSET, fit, is_worker_rank
 
     o, config = command.options, command.config
     names = command.extra["encodings"]
@@ -280,7 +280,7 @@ def run(command: RecipeCommand) -> dict[str, Any]:
         result["curves"][info.title] = points
         write_outputs(result, out)
     write_outputs(result, out)
-    return result
+    return None if is_worker_rank() else result          # rank 0 reports, once
 
 
 def render(result: dict[str, Any]) -> str:

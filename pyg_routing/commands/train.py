@@ -200,19 +200,20 @@ def parse_train(argv: Sequence[str]) -> RecipeCommand:
         "checkpoints and CSV logs go to --out.", argv, add_train_options)
 
 
-def run_train(command: RecipeCommand) -> dict[str, Any]:
+def run_train(command: RecipeCommand) -> dict[str, Any] | None:
     o, c = command.options, command.config
     if o.resume is None:
         refuse_typed(command.typed, ("trust_checkpoint",),
                      "applies to --resume only (how its checkpoint is read)", o)
     if o.max_minutes is not None and not 0 < o.max_minutes < float("inf"):
         raise ValueError(f"--max_minutes must be a finite number > 0, got {o.max_minutes}")
-    from pyg_routing.training.fit import fit  # torch and Lightning: not for --help
+    from pyg_routing.training.fit import fit, is_worker_rank  # torch, Lightning: not --help
 
     out = Path(o.out) / f"{c.backbone}_{c.problem}{c.num_customers}_{c.pe}"
-    return fit(c, out, max_minutes=o.max_minutes, resume=o.resume,
-               progress=not o.no_progress and not o.json, verbose=o.verbose,
-               trust=o.trust_checkpoint, on_start=lambda: announce(command))
+    result = fit(c, out, max_minutes=o.max_minutes, resume=o.resume,
+                 progress=not o.no_progress and not o.json, verbose=o.verbose,
+                 trust=o.trust_checkpoint, on_start=lambda: announce(command))
+    return None if is_worker_rank() else result          # rank 0 reports, once
 
 
 def reference_costs(problem: str, num_customers: int, count: int, seed: int,

@@ -123,7 +123,10 @@ class RoutingData(Data):
                 ``open_routes`` that is not a bool, negative demand, capacity or
                 service time, a demand above capacity, a window that opens after it
                 closes, malformed pickup/delivery pairs, a negative or non-finite
-                cost, open routes on a problem without them.
+                cost, open routes on a problem without them; a ``num_depots`` that is
+                not an integer in 1..N-1 (or above 1 on a problem without several
+                depots), a depot with a demand, ``depot_vehicles`` not one integer >= 1
+                per depot.
         """
         prob = Problem.parse(problem)
         label = name

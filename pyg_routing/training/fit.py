@@ -232,6 +232,15 @@ def fit(config: BackboneConfig, out: Path, *, max_minutes: float | None = None,
             "stopped_by": budget.stopped_by}
 
 
+def is_worker_rank() -> bool:
+    """Whether this process is a distributed run's rank other than 0 (after ``fit``;
+    Lightning's ``rank_zero_only.rank``): its command returns no result, so a
+    ``--json`` run prints one object, rank 0's."""
+    from lightning.pytorch.utilities import rank_zero_only
+
+    return getattr(rank_zero_only, "rank", 0) != 0
+
+
 def shows_progress(wanted: bool = True) -> bool:
     """Whether to draw progress bars: when wanted and stderr is a terminal (redrawn bars
     in a log file are noise)."""

@@ -76,7 +76,7 @@ def test_train_command_runs_plain_ddp_on_two_cpu_processes(tmp_path):
 
     argv = [sys.executable, "-m", "pyg_routing.cli", "train", "--problem", "tsp", "--pe", "ipe",
             "--out", str(tmp_path), *TINY, "--trainer.devices", "2", "--trainer.strategy",
-            "ddp", "--verbose"]          # Lightning's own notices are shown with --verbose only
+            "ddp", "--verbose", "--json"]  # Lightning's notices are shown with --verbose only
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
                           cwd=tmp_path)
@@ -84,6 +84,10 @@ def test_train_command_runs_plain_ddp_on_two_cpu_processes(tmp_path):
     assert proc.returncode == 0, log[-3000:]
     assert "GLOBAL_RANK: 1, MEMBER: 2/2" in log
     assert list(tmp_path.rglob("last.ckpt"))
+    import json
+
+    result = json.loads(proc.stdout)          # one object: rank 1 prints nothing
+    assert result["checkpoint"].endswith("last.ckpt"), proc.stdout
 
 
 @pytest.mark.slow
