@@ -118,6 +118,7 @@ OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ipe_direction": ("direction", ("ipe", "ipexpe")),
     "ipe_phase": ("phase", ("ipe", "ipexpe")),
     "xpe_aggregation": ("aggregation", ("xpe", "ipexpe")),
+    "xpe_reference": ("reference", ("xpe", "ipexpe")),
     "cpe_scope": ("scope", ("dact_cpe",)),
 }
 

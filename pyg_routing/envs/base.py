@@ -272,6 +272,12 @@ class ImprovementEnv(RoutingEnv):
         """Routes per instance in original node ids (depot omitted, empty routes
         dropped), of the best-so-far (``best``) or the current solutions."""
 
+    def route_depots(self, state: BatchedState, best: bool = True) -> list[list[int]] | None:
+        """Each route's depot per instance, in the order of :meth:`to_routes`, for a
+        state of multi-depot instances; ``None`` where every route's depot is node 0
+        (the default: an environment that declares ``multi_depot`` overrides it)."""
+        return None
+
     @abstractmethod
     def solution_cost(self, state: BatchedState, pos: Tensor, best: bool) -> Tensor:
         """``[B]`` cost of the current (or best) solutions at the coordinates ``pos``

@@ -14,6 +14,7 @@ reinsertion).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -23,6 +24,7 @@ from pyg_routing.data.costs import direction_sensitive
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.data.route_quantities import route_quantities as _route_quantities
 from pyg_routing.envs.tours import cycle_arc_costs
+from pyg_routing.errors import UnsupportedProblemError
 from pyg_routing.functional._route_graph import RouteGraph, route_graph
 from pyg_routing.transforms import EncodingInputs
 
@@ -120,7 +122,13 @@ def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
     graph_node = (torch.arange(m, device=dev) - (k - 1)).clamp(min=0)
     offsets = (torch.arange(b, device=dev) * n).unsqueeze(1)
 
+    copy_depot = getattr(state, "copy_depot", None)
+
     def merged_arcs() -> Tensor:
+        if copy_depot is not None:       # one merged depot would join every depot's routes
+            raise UnsupportedProblemError("the graph encodings are computed on the route "
+                                          "graph around one depot; these states have "
+                                          "several depots")
         orig = (state.order - (k - 1)).clamp(min=0)
         # Arcs in cycle order = route order (the cycle starts at copy 0); the
         # depot -> depot arcs of empty routes are ignored by the route graph.
@@ -131,11 +139,37 @@ def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
     if getattr(state, "costs", None) is not None:   # asymmetry, open routes: the direction
         aware = direction_sensitive(torch.full((b,), aware, device=dev), state.asymmetric,
                                     getattr(state, "open_routes", None))
-    return encoding_inputs(rq, state.depot_mask.reshape(-1), b, aware, merged_arcs, n,
-                           graph_node=(offsets + graph_node).reshape(-1),
-                           demand=_flat_demand(state), dtype=dtype,
-                           open_routes=getattr(state, "open_routes", None),
-                           cycle_pos=state.rank.reshape(-1))
+    inputs = encoding_inputs(rq, state.depot_mask.reshape(-1), b, aware, merged_arcs, n,
+                             graph_node=(offsets + graph_node).reshape(-1),
+                             demand=_flat_demand(state), dtype=dtype,
+                             open_routes=getattr(state, "open_routes", None),
+                             cycle_pos=state.rank.reshape(-1))
+    if copy_depot is None:
+        return inputs
+    return replace(inputs, **_depot_references(state.order, state.rank, state.pos,
+                                                copy_depot))
+
+
+def _depot_references(order: Tensor, rank: Tensor, pos: Tensor, copy_depot: Tensor
+                      ) -> dict[str, Tensor]:
+    """XPE's other reference points on a multi-depot cycle state: every node's depot
+    (the copy opening its route, at its depot's coordinates), and the centroid and
+    number of the instance's depots (copies repeat a depot, so not the copies')."""
+    b, m = order.shape
+    k = copy_depot.size(1)
+    t = torch.arange(m, device=order.device)
+    opening = torch.cummax(torch.where(order < k, t, 0), 1).values          # by position
+    home = order.gather(1, opening).gather(1, rank)                        # by node
+    off = (torch.arange(b, device=order.device) * m).unsqueeze(1)
+    count = torch.zeros(b, int(copy_depot.max()) + 1, dtype=pos.dtype, device=pos.device)
+    count.scatter_add_(1, copy_depot, torch.ones_like(copy_depot, dtype=pos.dtype))
+    total = torch.zeros(b, count.size(1), 2, dtype=pos.dtype, device=pos.device)
+    total.scatter_add_(1, copy_depot.unsqueeze(-1).expand(b, k, 2), pos[:, :k])
+    present = count > 0
+    each = total / count.clamp(min=1).unsqueeze(-1)                         # [B, D, 2]
+    centre = (each * present.unsqueeze(-1)).sum(1) / present.sum(1, keepdim=True)
+    return {"pos": pos.reshape(b * m, 2), "home": (home + off).reshape(-1),
+            "depot_centre": centre, "depot_count": present.sum(1).to(pos.dtype)}
 
 
 def _flat_demand(state: Any) -> Tensor | None:

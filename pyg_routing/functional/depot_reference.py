@@ -49,17 +49,23 @@ def reference_angle(pos: Tensor, home: Tensor, depot_mask: Tensor) -> Tensor:
 
 
 def depot_code_angle(pos: Tensor, home: Tensor, depot_mask: Tensor,
-                     batch: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                     batch: Tensor | None = None, centre: Tensor | None = None,
+                     count: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``(φ, coded)``, each ``[N]``: the angle of each node's depot ``home`` about the
     centroid of its graph's depots, and whether it carries a code (customers of graphs
-    with several depots; depots and single-depot graphs get none)."""
+    with several depots; depots and single-depot graphs get none).
+
+    ``centre [G, 2]`` and ``count [G]`` (the depots' centroid and number) are given by a
+    search state whose depot copies repeat a depot; by default they are read from the
+    ``depot_mask`` nodes (each a distinct depot)."""
     graph = batch if batch is not None else torch.zeros(pos.size(0), dtype=torch.long,
                                                         device=pos.device)
     g = int(graph.max()) + 1 if graph.numel() else 0
-    weight = depot_mask.to(pos.dtype)
-    count = scatter(weight, graph, 0, dim_size=g, reduce="sum")
-    centre = scatter(pos * weight.unsqueeze(-1), graph, 0, dim_size=g, reduce="sum")
-    centre = centre / count.clamp(min=1).unsqueeze(-1)
+    if centre is None or count is None:
+        weight = depot_mask.to(pos.dtype)
+        count = scatter(weight, graph, 0, dim_size=g, reduce="sum")
+        centre = scatter(pos * weight.unsqueeze(-1), graph, 0, dim_size=g, reduce="sum")
+        centre = centre / count.clamp(min=1).unsqueeze(-1)
     rel = pos.index_select(0, home) - centre.index_select(0, graph)
     phi = torch.atan2(rel[:, 1], rel[:, 0])
     coded = (count.index_select(0, graph) > 1) & ~depot_mask

@@ -29,6 +29,9 @@ class SearchResult:
             search), else ``None``.
         accepted: fraction of the candidates kept (destroy-and-repair), else ``None``.
         trace: ``(seconds, mean best cost)`` after every iteration, where recorded.
+        depots: each route's depot (``0 .. K-1``) per instance, in the order of
+            ``routes``, on multi-depot instances (``RoutingData.from_routes(instance,
+            routes, depots)``); ``None`` with one depot.
     """
 
     routes: list[list[list[int]]]
@@ -40,6 +43,7 @@ class SearchResult:
     best_copy: Tensor | None = None
     accepted: float | None = None
     trace: list[tuple[float, float]] = field(default_factory=list)
+    depots: list[list[int]] | None = None
 
 
 def gap_percent(cost: Tensor | float, reference: Tensor | float) -> float:

@@ -154,7 +154,8 @@ class StepSearch:
             best_cost = env.solution_cost(state, base.pos, best=True)
             best_copy = torch.zeros(len(base), dtype=torch.long, device=base.device)
         return SearchResult(env.to_routes(best), best_cost, base.cost.clone(), taken,
-                            time.perf_counter() - t0, best_copy=best_copy)
+                            time.perf_counter() - t0, best_copy=best_copy,
+                            depots=env.route_depots(best))
 
 
 def improve(instances: RoutingInstances, policy: nn.Module | None = None,

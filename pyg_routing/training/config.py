@@ -117,6 +117,10 @@ class BackboneConfig(Section):
             raise ValueError(f"--data.depots {self.data.depots}: the {self.backbone} backbone "
                              f"searches instances with one depot (its environment's "
                              f"variants: {', '.join(env.variants)})")
+        if self.data.depots > 1 and encodings.info(self.pe).family == "Graph":
+            # their route graph has one depot (merged copies, hops through the depot)
+            raise ValueError(f"--pe {self.pe}: the graph encodings are defined on one "
+                             f"depot's route graph, not on --data.depots {self.data.depots}")
 
     def check_training(self) -> None:
         """Refuse what this configuration cannot train, before anything is written: an

@@ -116,18 +116,21 @@ class SearchPredictor(L.LightningModule):
         res = self.search.run(instances, self.searcher(), self.stop, seed=self.seed + job.index)
         rows = []
         for i, (name, data, target) in enumerate(zip(job.names, job.data, job.targets)):
-            solution = RoutingData.from_routes(data, res.routes[i])
+            solution = RoutingData.from_routes(data, res.routes[i],
+                                               None if res.depots is None else res.depots[i])
             solution.check()
             cost = float(solution.cost())
             rows.append({
-                "index": job.first + i, "instance": name, "customers": data.num_nodes - 1,
+                "index": job.first + i, "instance": name,
+                "customers": data.num_nodes - data.depot_count,
                 "target": target, "objective": cost,
                 "search_objective": float(res.cost[i]),
                 "start_objective": float(res.initial_cost[i]), "iterations": res.iterations,
                 "seconds": res.seconds, "start_seconds": res.start_seconds,
                 "accepted": res.accepted, "routes": len(res.routes[i]),
                 "gap_percent": None if target is None else gap_percent(cost, target),
-                "solution": [list(map(int, route)) for route in res.routes[i]]})
+                "solution": [list(map(int, route)) for route in res.routes[i]],
+                **({} if res.depots is None else {"depots": res.depots[i]})})
         # the job's means in the search's own dtype (a batched search's own numbers)
         return {"job": job.index, "rows": rows, "count": len(rows),
                 "cost": float(res.cost.mean()), "initial_cost": float(res.initial_cost.mean()),

@@ -34,6 +34,7 @@ from pyg_routing.options import (
     LOCAL_MPS,
     PHASES,
     PRESET_NAMES,
+    XPE_REFERENCES,
     check_pe_init,
 )
 
@@ -42,6 +43,7 @@ Amplitude = Literal[tuple(AMPLITUDES)]
 Direction = Literal[IPE_DIRECTIONS]
 Phase = Literal[PHASES]
 Aggregation = Literal[AGGREGATIONS]
+XPEReference = Literal[XPE_REFERENCES]
 CostModel = Literal[COST_MODELS]
 Preset = Literal[PRESET_NAMES]
 Encoder = Literal[ENCODERS]
@@ -180,6 +182,10 @@ class EncodingOptions(Section):
     xpe_aggregation: Aggregation = "node"
     """xpe/ipexpe angle: node (each customer's own depot angle, the paper's XPE) or one
     angle per route (Tab. 9): mean, circular_mean, demand_mean, median or midpoint"""
+    xpe_reference: XPEReference = "first"
+    """xpe/ipexpe with several depots: the angle about node 0 (first, the paper's), about
+    the route's own depot (route), or that plus 2 x num_bands channels coding the depot
+    (route_code); one depot: all give the paper's angle"""
 
     def spec(self, pe: str) -> encodings.EncodingSpec:
         """Encoding ``pe`` resolved with these options (:func:`encodings.resolve`)."""
@@ -208,7 +214,7 @@ class DataOptions(Section):
     """cvrp, vrptw: open routes (vehicles end at their last customer)"""
     depots: int = bound(1, low=1)
     """cvrp: depots per instance (nodes 0..K-1, each uniform like App. F's depot); the
-    datasets, references and probes take several, the backbones search one"""
+    datasets, references, probes and dact take several, n2s and nds search one"""
 
     def __post_init__(self) -> None:
         super().__post_init__()

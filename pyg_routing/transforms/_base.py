@@ -62,6 +62,9 @@ class EncodingInputs:
             route's; :func:`~pyg_routing.functional.depot_reference.node_depots`):
             what XPE's other reference points read; ``None``: every angle is about
             node 0 (``depot_angle``).
+        depot_centre: ``[G, 2]`` and depot_count: ``[G]``, the centroid and number of
+            each graph's depots, where depot nodes repeat a depot (a search state's
+            copies); ``None``: read from the ``depot_mask`` nodes.
     """
 
     depot_angle: Tensor
@@ -80,6 +83,8 @@ class EncodingInputs:
     cycle_pos: Tensor | None = None
     pos: Tensor | None = None
     home: Tensor | None = None
+    depot_centre: Tensor | None = None
+    depot_count: Tensor | None = None
 
     @classmethod
     def from_data(cls, data: Data) -> EncodingInputs:

@@ -73,7 +73,8 @@ class XPE(NodeEncoding):
             return out
         if own:
             phi, coded = depot_code_angle(inputs.pos, inputs.home, inputs.depot_mask,
-                                          inputs.batch)
+                                          inputs.batch, inputs.depot_centre,
+                                          inputs.depot_count)
             code = xpe(phi, self.num_bands, None, ~coded)
         else:                                       # no depots to tell apart
             code = out.new_zeros(out.size(0), 2 * self.num_bands)

@@ -46,15 +46,15 @@ def test_undeclared_variants_are_refused_by_name():
     env.reset(streets)                      # the same layout without its matrix runs
 
 
-def test_several_depots_are_refused_by_every_builtin_environment_until_declared():
+def test_several_depots_are_searched_by_dact_and_refused_by_nds():
     inst = _two_depots()
     inst.check()
     assert inst.travel.variants == ("euclidean", "multi_depot")
-    for name in ("dact", "nds"):
-        env = backbones.get(name).make_env()
-        with pytest.raises(UnsupportedProblemError, match="these instances have several "
-                                                          "depots"):
-            _reset(name, env, inst)
+    assert backbones.get("dact").make_env().reset(inst).copy_depot is not None
+    with pytest.raises(UnsupportedProblemError, match="these instances have several depots"):
+        _reset("nds", backbones.get("nds").make_env(), inst)
+    with pytest.raises(UnsupportedProblemError, match="these instances have several depots"):
+        EuclideanOnly().reset(inst)
 
 
 def test_an_environment_cannot_define_reset_and_skip_the_check():

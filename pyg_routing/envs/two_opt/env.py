@@ -14,6 +14,7 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import ImprovementEnv, Observation
 from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
 from pyg_routing.envs.two_opt import moves
+from pyg_routing.envs.two_opt.depots import route_depots
 from pyg_routing.envs.two_opt.features import FEATURE_WIDTHS
 from pyg_routing.envs.two_opt.observation import observe
 from pyg_routing.envs.two_opt.state import TwoOptState
@@ -44,7 +45,8 @@ class TwoOptEnv(ImprovementEnv):
     feature_widths: ClassVar[dict[Problem, int]] = dict(FEATURE_WIDTHS)
     problems: ClassVar[tuple[Problem, ...]] = tuple(feature_widths)
     inits: ClassVar[tuple[str, ...]] = moves.INITS
-    variants: ClassVar[tuple[str, ...]] = ("euclidean", "explicit", "open")
+    #: several depots: copies at their depots, moves that keep every route home (.depots)
+    variants: ClassVar[tuple[str, ...]] = ("euclidean", "explicit", "open", "multi_depot")
 
     def __init__(self, num_depots: int | None = None, extra_depots: int = 2,
                  depot_rate: float | None = None) -> None:
@@ -59,11 +61,13 @@ class TwoOptEnv(ImprovementEnv):
     def start(self, instances: RoutingInstances, init: str = "sweep",
               generator: torch.Generator | None = None) -> TwoOptState:
         num_depots = self.num_depots
-        if self.depot_rate is not None and not instances.problem.single_route:
-            n = instances.pos.shape[1] - 1
+        rate = self.depot_rate is not None and not instances.problem.single_route
+        if rate:
+            n = instances.pos.shape[1] - instances.num_depots
             num_depots = math.ceil(n * (1 + self.depot_rate)) - n      # DACT's formula
         return moves.reset(instances, init=init, num_depots=num_depots,
-                           extra_depots=self.extra_depots, generator=generator)
+                           extra_depots=self.extra_depots, generator=generator,
+                           at_least=rate)
 
     def step(self, state: TwoOptState, action: Tensor) -> tuple[TwoOptState, Tensor]:
         return moves.step(state, action)
@@ -81,6 +85,11 @@ class TwoOptEnv(ImprovementEnv):
 
     def to_routes(self, state: TwoOptState, best: bool = True) -> list[list[list[int]]]:
         return moves.to_routes(state, best)
+
+    def route_depots(self, state: TwoOptState, best: bool = True) -> list[list[int]] | None:
+        if state.copy_depot is None:
+            return None
+        return route_depots(state.best_order if best else state.order, state.copy_depot)
 
     def rebuild_solution(self, state: TwoOptState) -> TwoOptState:
         """Successors and positions of the (replaced) ``order``; no undo to forbid."""

@@ -42,6 +42,7 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.envs.observation import tour_route_quantities
 from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
+from pyg_routing.envs.two_opt.depots import depot_move_mask, multi_depot_state
 from pyg_routing.envs.two_opt.first_fit import first_fit_order
 from pyg_routing.envs.two_opt.precedence import precedence_mask
 from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
@@ -55,7 +56,8 @@ INITS = ("sweep", "nearest_neighbor", "random", "first_fit")
 
 # ------------------------------------------------------------------------ reset
 def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | None = None,
-          extra_depots: int = 2, generator: torch.Generator | None = None) -> TwoOptState:
+          extra_depots: int = 2, generator: torch.Generator | None = None,
+          at_least: bool = False) -> TwoOptState:
     """Initial state from ``B`` instances of ``N`` nodes (node 0 = depot).
 
     Args:
@@ -65,6 +67,8 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
             greedily by capacity; PDTSP: a uniformly random feasible tour) or
             ``"first_fit"`` (TSP, CVRP: VRP-DACT's start, :mod:`.first_fit`).
         num_depots: ``K``; default see the module docstring.
+        at_least: ``num_depots`` is a floor (DACT's ``depot_rate``), not a demand: a
+            multi-depot start that needs more copies gets them.
         extra_depots: spare route slots above the capacity lower bound (CVRP).
         generator: RNG of ``init="random"``.
 
@@ -87,6 +91,9 @@ def reset(instances: RoutingInstances, init: str = "sweep", num_depots: int | No
         raise ValueError(f"init='first_fit' (customers in index order, cut by capacity) "
                          f"would violate the {prob.value} constraints; use "
                          f"'nearest_neighbor' or 'random'")
+    if instances.num_depots > 1:           # several depots: copies per depot (.depots)
+        return multi_depot_state(instances, init, num_depots, extra_depots, generator,
+                                 at_least)
     b, n = instances.pos.shape[:2]
     dev = instances.device
     single = prob.single_route
@@ -362,6 +369,8 @@ def action_mask(state: TwoOptState) -> Tensor:
         ok = precedence_mask(state)
     else:
         ok = torch.ones(b, m, m, dtype=torch.bool, device=dev)
+    if state.copy_depot is not None:       # several depots: every route stays home
+        ok &= depot_move_mask(state.order, state.rank, state.copy_depot)
     # No-op moves and the undo are O(B * M) entries: write them into the flat mask.
     base = (torch.arange(b, device=dev) * m * m).unsqueeze(1)
     node = torch.arange(m, device=dev).expand(b, m)
@@ -458,6 +467,6 @@ def to_routes(state: TwoOptState, best: bool = True) -> list[list[list[int]]]:
             if v < k:
                 routes.append([])
             else:
-                routes[-1].append(v - k + 1)
+                routes[-1].append(v - k + state.instance_depots)
         out.append([r for r in routes if r])
     return out

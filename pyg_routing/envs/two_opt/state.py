@@ -63,6 +63,11 @@ class TwoOptState(BatchedState):
             does not bind the return); ``None``: closed.
         asymmetric: ``[B]`` bool, whether each matrix differs from its transpose
             (IPE's ``direction="auto"``), found once at reset; ``None`` without costs.
+        copy_depot: ``[B, K]`` long, the depot (``0 .. D-1``) of each copy on a
+            multi-depot instance (:mod:`.depots`: copies at their depot's coordinates,
+            ``costs`` set); ``None``: one depot.
+        instance_depots: ``D``, the instances' depots (state node ``m >= K`` is
+            original node ``m - K + D``).
     """
 
     problem: Problem
@@ -84,6 +89,8 @@ class TwoOptState(BatchedState):
     costs: Tensor | None = None
     open_routes: Tensor | None = None
     asymmetric: Tensor | None = None
+    copy_depot: Tensor | None = None
+    instance_depots: int = 1
 
     BEST_FIELDS: ClassVar[tuple[str, ...]] = ("best_cost", "best_order")
 
