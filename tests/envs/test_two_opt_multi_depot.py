@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pyg_routing.data import RoutingData, make_generator
+from pyg_routing.data import RoutingData, load_search_instance, make_generator
 from pyg_routing.envs.two_opt import TwoOptEnv
 from pyg_routing.envs.two_opt.depots import MULTI_DEPOT_INITS
 from pyg_routing.envs.two_opt.moves import apply_two_opt, move_deltas
@@ -194,3 +194,11 @@ def test_a_depot_never_has_more_copies_than_vehicles_so_walks_respect_the_fleet(
         env.reset(tight)
     with pytest.raises(ValueError, match="exceed the vehicles"):
         TwoOptEnv(num_depots=40).reset(limited)
+
+
+def test_a_rate_of_copies_stops_at_the_fleet():
+    p01 = load_search_instance("p01").instances
+    state = TwoOptEnv(depot_rate=0.5).reset(p01)           # 25 copies by DACT's formula
+    assert state.num_depots == 16                          # 4 depots x 4 vehicles
+    with pytest.raises(ValueError, match="exceed the vehicles"):
+        TwoOptEnv(num_depots=25).reset(p01)                # asked for exactly: refused

@@ -50,11 +50,12 @@ def multi_depot_start(instances: RoutingInstances, init: str, extra: int,
                       at_least: bool = False) -> tuple[Tensor, Tensor]:
     """``(order [B, M], copy_depot [B, K])`` of the start solutions (module docstring);
     ``copies``: the number of copies ``K`` asked for (``None``: as many as needed;
-    ``at_least``: at least that many).
+    ``at_least``: that many where the instances' vehicles allow, and at least the start's).
 
     Raises:
-        ValueError: ``init`` without a multi-depot rule, or ``copies`` below the
-            copies the start needs.
+        ValueError: ``init`` without a multi-depot rule, ``copies`` below the copies the
+            start needs, a start that needs more routes at a depot than its vehicles,
+            or ``copies`` beyond the vehicles of an instance (naming it and the depot).
     """
     if init not in MULTI_DEPOT_INITS:
         raise ValueError(f"init={init!r} has no multi-depot rule; choose from "
@@ -93,8 +94,9 @@ def multi_depot_start(instances: RoutingInstances, init: str, extra: int,
                          f"{j}, which has {int(vehicles[i, j])} vehicles")
     spare = torch.minimum(vehicles - routes, torch.full_like(routes, extra))
     needed = int((routes + spare).sum(1).max())
-    k_total = needed if copies is None else max(int(copies), needed) if at_least \
-        else int(copies)
+    fleet = int(vehicles.sum(1).min())          # a rate's copies stop at the vehicles
+    k_total = needed if copies is None else max(min(int(copies), fleet), needed) \
+        if at_least else int(copies)
     if k_total < needed:
         raise ValueError(f"num_depots={k_total} is below the {needed} depot copies the "
                          f"multi-depot start needs ({d} depots, {extra} spare each)")
