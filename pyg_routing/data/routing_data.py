@@ -52,7 +52,7 @@ class RoutingData(Data):
     * ``depot_angle`` ``[N]``: θ = atan2(y - y0, x - x0) about node 0, 0 at the depots.
     * ``num_depots`` ``[1]`` long: ``K`` (1 but for multi-depot CVRP), on every
       instance; ``depot_vehicles`` ``[K]`` long (optional): the most routes that may
-      leave each depot.
+      leave each depot, announced by ``limited_fleet`` ``[1]`` bool (on every instance).
     * ``problem`` (str), ``name`` (str, optional).
     * ``travel_cost`` ``[N * N]`` (optional): an explicit, possibly asymmetric cost
       matrix, row-major and flattened so batches of any sizes concatenate; read it
@@ -166,6 +166,8 @@ class RoutingData(Data):
         data.explicit_cost = torch.tensor([cost_matrix is not None], device=dev)
         data.open_routes = torch.tensor([open_routes], device=dev)
         data.num_depots = torch.tensor([k], device=dev)
+        # on every instance, so a batch that loses the limits is caught (as explicit_cost)
+        data.limited_fleet = torch.tensor([depot_vehicles is not None], device=dev)
         if depot_vehicles is not None:
             data.depot_vehicles = check_depot_vehicles(
                 field(depot_vehicles, "depot_vehicles", torch.long).reshape(-1), k, label)

@@ -57,7 +57,8 @@ def refuse_lost_fields(data: Any) -> None:
     required (``RoutingData.from_instance`` guarantees them).
 
     Raises:
-        InvalidInstanceError: a lost cost matrix (naming the instance) or problem fields.
+        InvalidInstanceError: a lost cost matrix or depot vehicle limits (naming the
+            instance) or problem fields.
     """
     problems = data.problem
     if not isinstance(problems, list):
@@ -69,6 +70,13 @@ def refuse_lost_fields(data: Any) -> None:
             f"{data._label(first)}its cost matrix was lost in batching (PyG keeps only "
             f"the fields of the first instance, which has none): batch instances with "
             f"explicit costs apart from those without")
+    if "limited_fleet" in data and bool(data.limited_fleet.any()) \
+            and "depot_vehicles" not in data:
+        first = int(torch.nonzero(data.limited_fleet)[0])
+        raise InvalidInstanceError(
+            f"{data._label(first)}its depots' vehicle limits were lost in batching (PyG "
+            f"keeps only the fields of the first instance, which has none): batch "
+            f"instances with depot_vehicles apart from those without")
     kinds = [Problem.parse(p) for p in dict.fromkeys(problems)]
     lost = [key for key in dict.fromkeys(f for p in kinds for f in p.instance_fields)
             if key not in data]

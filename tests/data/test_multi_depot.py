@@ -249,3 +249,17 @@ def test_pyvrp_respects_the_vehicles_of_each_depot():
     sol = RoutingData.from_routes(inst, routes, depots)
     sol.check()                                   # depot 1 sends out one route at most
     assert depots.count(1) == 1 and depots.count(0) == 3
+
+
+def test_a_batch_that_loses_the_vehicle_limits_is_refused_by_name():
+    pos = torch.rand(7, 2, generator=torch.Generator().manual_seed(0))
+    free = RoutingData.from_instance("cvrp", pos, demand=[0, 0, 1, 1, 1, 1, 1], capacity=5,
+                                     num_depots=2)
+    limited = RoutingData.from_instance("cvrp", pos, demand=[0, 0, 1, 1, 1, 1, 1], capacity=5,
+                                        num_depots=2, depot_vehicles=[1, 1], name="tight")
+    sols = [RoutingData.from_routes(d, [[2, 3], [4], [5, 6]], [0, 1, 0]) for d in (free, limited)]
+    with pytest.raises(InvalidInstanceError, match="instance 1: its depots' vehicle "
+                                                   "limits were lost in batching"):
+        Batch.from_data_list(sols).check()
+    with pytest.raises(KeyError, match="depot_vehicles"):       # PyG's own, as documented
+        Batch.from_data_list(sols[::-1])
