@@ -63,20 +63,17 @@ def refuse_lost_fields(data: Any) -> None:
     problems = data.problem
     if not isinstance(problems, list):
         return
-    if "explicit_cost" in data and bool(data.explicit_cost.any()) \
-            and "travel_cost" not in data:
-        first = int(torch.nonzero(data.explicit_cost)[0])
-        raise InvalidInstanceError(
-            f"{data._label(first)}its cost matrix was lost in batching (PyG keeps only "
-            f"the fields of the first instance, which has none): batch instances with "
-            f"explicit costs apart from those without")
-    if "limited_fleet" in data and bool(data.limited_fleet.any()) \
-            and "depot_vehicles" not in data:
-        first = int(torch.nonzero(data.limited_fleet)[0])
-        raise InvalidInstanceError(
-            f"{data._label(first)}its depots' vehicle limits were lost in batching (PyG "
-            f"keeps only the fields of the first instance, which has none): batch "
-            f"instances with depot_vehicles apart from those without")
+    # a field some instances carry is announced by a flag on every instance
+    for flag, key, lost, alone in (
+            ("explicit_cost", "travel_cost", "its cost matrix was", "explicit costs"),
+            ("limited_fleet", "depot_vehicles", "its depots' vehicle limits were",
+             "depot_vehicles")):
+        if flag in data and bool(data[flag].any()) and key not in data:
+            first = int(torch.nonzero(data[flag])[0])
+            raise InvalidInstanceError(
+                f"{data._label(first)}{lost} lost in batching (PyG keeps only the fields "
+                f"of the first instance, which has none): batch instances with {alone} "
+                f"apart from those without")
     kinds = [Problem.parse(p) for p in dict.fromkeys(problems)]
     lost = [key for key in dict.fromkeys(f for p in kinds for f in p.instance_fields)
             if key not in data]
