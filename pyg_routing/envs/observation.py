@@ -147,11 +147,11 @@ def tour_encoding_inputs(state: Any, rq: RouteQuantities | None = None,
     if copy_depot is None:
         return inputs
     return replace(inputs, **_depot_references(state.order, state.rank, state.pos,
-                                                copy_depot))
+                                                copy_depot, state.instance_depots))
 
 
-def _depot_references(order: Tensor, rank: Tensor, pos: Tensor, copy_depot: Tensor
-                      ) -> dict[str, Tensor]:
+def _depot_references(order: Tensor, rank: Tensor, pos: Tensor, copy_depot: Tensor,
+                      num_depots: int) -> dict[str, Tensor]:
     """XPE's other reference points on a multi-depot cycle state: every node's depot
     (the copy opening its route, at its depot's coordinates), and the centroid and
     number of the instance's depots (copies repeat a depot, so not the copies')."""
@@ -161,7 +161,7 @@ def _depot_references(order: Tensor, rank: Tensor, pos: Tensor, copy_depot: Tens
     opening = torch.cummax(torch.where(order < k, t, 0), 1).values          # by position
     home = order.gather(1, opening).gather(1, rank)                        # by node
     off = (torch.arange(b, device=order.device) * m).unsqueeze(1)
-    count = torch.zeros(b, int(copy_depot.max()) + 1, dtype=pos.dtype, device=pos.device)
+    count = torch.zeros(b, num_depots, dtype=pos.dtype, device=pos.device)
     count.scatter_add_(1, copy_depot, torch.ones_like(copy_depot, dtype=pos.dtype))
     total = torch.zeros(b, count.size(1), 2, dtype=pos.dtype, device=pos.device)
     total.scatter_add_(1, copy_depot.unsqueeze(-1).expand(b, k, 2), pos[:, :k])

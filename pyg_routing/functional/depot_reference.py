@@ -13,7 +13,9 @@ depots (nodes ``0 .. K-1``) an angle needs a reference, and three are offered
 
 With one depot the three give the same θ, and the depot code is zero (there is no
 depot to tell apart), so a single-depot instance gets the paper's XPE from each.
-Unvisited customers (no solution yet) take node 0 as their depot.
+Unvisited customers (no solution yet) take node 0 as their depot. The angle about each
+node's depot is :func:`~pyg_routing.data.route_quantities.depot_angle` with the depots of
+:func:`node_depots`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import scatter
 
-from pyg_routing.data.route_quantities import depot_angle
 from pyg_routing.options import XPE_REFERENCES
 
 
@@ -41,11 +42,6 @@ def node_depots(first_node: Tensor, route_id: Tensor | None,
     visited = route_id >= 0
     local = route_depot.index_select(0, route_id.clamp(min=0))
     return torch.where(visited, first_node + local, first_node)
-
-
-def reference_angle(pos: Tensor, home: Tensor, depot_mask: Tensor) -> Tensor:
-    """``[N]`` θ of every node about its depot ``home [N]`` (0 at the depots)."""
-    return depot_angle(pos, home, depot_mask)
 
 
 def depot_code_angle(pos: Tensor, home: Tensor, depot_mask: Tensor,

@@ -5,11 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from pyg_routing.functional.depot_reference import (
-    check_reference,
-    depot_code_angle,
-    reference_angle,
-)
+from pyg_routing.data.route_quantities import depot_angle
+from pyg_routing.functional.depot_reference import check_reference, depot_code_angle
 from pyg_routing.functional.route_angle import check_aggregation, route_angle
 from pyg_routing.functional.route_pe import xpe
 from pyg_routing.transforms._base import EncodingInputs, NodeEncoding
@@ -62,7 +59,7 @@ class XPE(NodeEncoding):
         theta = inputs.depot_angle
         own = self.reference != "first" and inputs.home is not None
         if own:
-            theta = reference_angle(inputs.pos, inputs.home, inputs.depot_mask)
+            theta = depot_angle(inputs.pos, inputs.home, inputs.depot_mask)
         if self.aggregation != "node":
             inputs.need(f"{type(self).__name__}(aggregation={self.aggregation!r})",
                         "route_id")

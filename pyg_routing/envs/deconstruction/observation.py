@@ -125,10 +125,10 @@ class NDSFeatures:
             cols.append(instances.prize.to(device=device, dtype=dtype).unsqueeze(-1))
         extra = torch.cat(cols, dim=-1)
         extra[:, 0] = 0                         # NDS feeds the depot its coordinates only
-        costs = instances.travel.matrix_or_none()
+        travel = instances.travel
+        costs = travel.matrix_or_none()
         if costs is not None:
             costs = costs.to(device=device, dtype=dtype)
-        travel = instances.travel
         opened = None if travel.open_routes is None else travel.open_routes.to(device)
         return cls(prob, aug.view(NUM_SYMMETRIES, b, m, 2), extra, symmetry, costs, opened,
                    None if costs is None else asymmetric_rows(costs))

@@ -45,10 +45,11 @@ from pyg_routing.envs.two_opt.state import TwoOptState
 MULTI_DEPOT_INITS = ("sweep", "nearest_neighbor", "first_fit", "random")
 
 
-def multi_depot_start(instances: RoutingInstances, init: str, extra: int,
+def multi_depot_start(instances: RoutingInstances, costs: Tensor, init: str, extra: int,
                       copies: int | None = None, generator: torch.Generator | None = None,
                       at_least: bool = False) -> tuple[Tensor, Tensor]:
     """``(order [B, M], copy_depot [B, K])`` of the start solutions (module docstring);
+    ``costs``: the instances' ``[B, N, N]`` travel costs (``instances.travel.dense()``);
     ``copies``: the number of copies ``K`` asked for (``None``: as many as needed;
     ``at_least``: that many where the instances' vehicles allow, and at least the start's).
 
@@ -64,7 +65,7 @@ def multi_depot_start(instances: RoutingInstances, init: str, extra: int,
     d = instances.num_depots
     c = n - d
     dev = instances.device
-    costs = instances.travel.dense().double()
+    costs = costs.double()
     trip = costs[:, :d, d:] + costs[:, d:, :d].transpose(1, 2)                 # [B, D, C]
     home = trip.argmin(1)                                                      # [B, C]
     limit = instances.capacity.double().reshape(b) * (1 + CAPACITY_RTOL)
@@ -81,7 +82,7 @@ def multi_depot_start(instances: RoutingInstances, init: str, extra: int,
         else:
             key = torch.rand(b, c, generator=generator, dtype=torch.float64).to(dev)
         sort = torch.argsort(home.double() + key, dim=1, stable=True)          # [B, C]
-        start = _capacity_cuts(home.gather(1, sort), demand.gather(1, sort), limit)
+        start = capacity_cuts(home.gather(1, sort), demand.gather(1, sort), limit)
     depot = home.gather(1, sort)                                               # sorted
     per_depot = torch.zeros(b, d, dtype=torch.long, device=dev)
     customers = per_depot.scatter_add(1, depot, torch.ones_like(depot))
@@ -122,21 +123,16 @@ def multi_depot_start(instances: RoutingInstances, init: str, extra: int,
                                right=True)
     is_copy = torch.ones(b, m, dtype=torch.bool, device=dev).scatter_(
         1, at, torch.zeros_like(at, dtype=torch.bool))
-    copy_id = torch.cumsum(is_copy.long(), 1) - 1
-    order = torch.zeros(b, m, dtype=torch.long, device=dev)
-    order = torch.where(is_copy, copy_id, order)
+    # copies are numbered in cycle order, so copy r is the r-th copy position of a row
+    order = torch.where(is_copy, torch.cumsum(is_copy.long(), 1) - 1, 0)
     order.scatter_(1, at, sort + k_total)                                      # customers
-    copy_depot = torch.zeros(b, k_total, dtype=torch.long, device=dev).scatter_(
-        1, torch.where(is_copy, copy_id, 0), torch.where(is_copy, owner, 0))
-    # position 0 is copy 0 of depot 0's block (every block starts with a copy); written
-    # last among the positions mapped to 0, the scatter keeps its owner
-    copy_depot[:, 0] = owner[:, 0]
-    return order, copy_depot
+    return order, owner.masked_select(is_copy).view(b, k_total)
 
 
-def _capacity_cuts(depot: Tensor, need: Tensor, limit: Tensor) -> Tensor:
+def capacity_cuts(depot: Tensor, need: Tensor, limit: Tensor) -> Tensor:
     """``[B, C]`` bool route starts of customers in visiting order: the first, and
-    wherever the depot changes or the vehicle would overflow."""
+    wherever the depot changes (``depot [B, C]``; all equal with one depot) or the
+    vehicle would carry more than ``limit [B]``."""
     b, c = need.shape
     starts, load = [], torch.zeros(b, dtype=torch.float64, device=need.device)
     for k in range(c):          # sequential by nature; vectorized over the batch
@@ -184,16 +180,17 @@ def _nearest_neighbour(costs: Tensor, home: Tensor, need: Tensor, limit: Tensor,
     return torch.stack(order, 1), torch.stack(starts, 1)
 
 
-def state_travel(instances: RoutingInstances, copy_depot: Tensor) -> tuple[Tensor, Tensor]:
+def state_travel(instances: RoutingInstances, full: Tensor, copy_depot: Tensor
+                 ) -> tuple[Tensor, Tensor]:
     """``(pos [B, M, 2], costs [B, M, M])`` of the state's nodes: each copy at its
-    depot's coordinates with its depot's row and column, copy-to-copy arcs 0."""
+    depot's coordinates with its depot's row and column of the instances' costs
+    ``full [B, N, N]``, copy-to-copy arcs 0."""
     b, n = instances.pos.shape[:2]
     d, k = instances.num_depots, copy_depot.size(1)
     node = torch.cat([copy_depot, torch.arange(d, n, device=copy_depot.device).expand(b, n - d)],
                      1)                                                        # [B, M]
     m = node.size(1)
     pos = instances.pos.gather(1, node.unsqueeze(-1).expand(b, m, 2))
-    full = instances.travel.dense()
     costs = full.gather(1, node.unsqueeze(-1).expand(b, m, n)).gather(
         2, node.unsqueeze(1).expand(b, m, m)).clone()
     costs[:, :k, :k] = 0.0
@@ -275,10 +272,12 @@ def multi_depot_state(instances: RoutingInstances, init: str, copies: int | None
                       at_least: bool = False) -> TwoOptState:
     """The :class:`~pyg_routing.envs.two_opt.state.TwoOptState` of multi-depot CVRP
     start solutions (:func:`multi_depot_start`, :func:`state_travel`)."""
-    order, copy_depot = multi_depot_start(instances, init, extra, copies, generator, at_least)
+    full = instances.travel.dense()                   # read by the start and the state
+    order, copy_depot = multi_depot_start(instances, full, init, extra, copies, generator,
+                                          at_least)
     b, k = copy_depot.shape
     d = instances.num_depots
-    pos, costs = state_travel(instances, copy_depot)
+    pos, costs = state_travel(instances, full, copy_depot)
     demand = instances.demand.to(instances.pos.dtype)
     dem = torch.cat([demand.new_zeros(b, k), demand[:, d:]], 1)
     cap = instances.capacity.reshape(b).to(instances.pos.dtype)

@@ -42,7 +42,7 @@ from pyg_routing.data.problems import Problem
 from pyg_routing.data.route_quantities import RouteQuantities
 from pyg_routing.envs.observation import tour_route_quantities
 from pyg_routing.envs.tours import cycle_cost, rank_from_order, succ_from_order
-from pyg_routing.envs.two_opt.depots import depot_move_mask, multi_depot_state
+from pyg_routing.envs.two_opt.depots import capacity_cuts, depot_move_mask, multi_depot_state
 from pyg_routing.envs.two_opt.first_fit import first_fit_order
 from pyg_routing.envs.two_opt.precedence import precedence_mask
 from pyg_routing.envs.two_opt.state import TwoOptState, time_window_feasible
@@ -185,14 +185,9 @@ def _random_order(demand: Tensor, cap: Tensor, generator: torch.Generator | None
     c = n - 1
     perm = torch.argsort(torch.rand(b, c, generator=generator).to(demand.device), 1) + 1
     d = demand.double().gather(1, perm)
-    load = torch.zeros(b, dtype=torch.float64, device=demand.device)
-    cuts = []
-    for k in range(c):     # sequential by nature; vectorized over the batch
-        total = load + d[:, k]
-        cut = total > cap.double() * (1 + CAPACITY_RTOL)
-        cuts.append(cut & (k > 0))
-        load = torch.where(cut, d[:, k], total)
-    cum = torch.cumsum(torch.stack(cuts, 1).long(), 1)                  # [B, c]
+    cut_mask = capacity_cuts(torch.zeros_like(perm), d, cap.double() * (1 + CAPACITY_RTOL))
+    cut_mask[:, 0] = False                   # the first route opens at depot copy 0
+    cum = torch.cumsum(cut_mask.long(), 1)                              # [B, c]
     routes = int(cum[:, -1].max()) + 1
     k_idx = torch.arange(c, device=demand.device)
     cust_at = 1 + k_idx + cum                                           # cycle position
@@ -200,7 +195,6 @@ def _random_order(demand: Tensor, cap: Tensor, generator: torch.Generator | None
     order.scatter_(1, cust_at, perm + routes - 1)
     # Depot slot r (r >= 1) right before the customer that opens route r; rows
     # with fewer routes put their spare slots at the end.
-    cut_mask = torch.stack(cuts, 1)
     dep_pos = torch.where(cut_mask, cust_at - 1, 0)
     order.scatter_(1, dep_pos, torch.where(cut_mask, cum, 0))
     used = cum[:, -1] + 1
