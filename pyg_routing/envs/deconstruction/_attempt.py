@@ -8,6 +8,8 @@ from numba import njit
 
 from pyg_routing.envs.deconstruction._core import (
     ASTAMP,
+    KWORK,
+    WDEPOT,
     BL,
     BP,
     NC,
@@ -44,6 +46,8 @@ from pyg_routing.envs.deconstruction._core import (
     _latest_arrivals,
     _reset_work,
     _scan,
+    depot_number,
+    depot_of,
     remove_set,
 )
 from pyg_routing.envs.deconstruction.problem import CAPACITY_RTOL, PCVRP, VRPTW
@@ -51,7 +55,8 @@ from pyg_routing.envs.deconstruction.problem import CAPACITY_RTOL, PCVRP, VRPTW
 
 @njit(cache=True)
 def _insert(kind, w, i, c, p, dist, dem, tw, svc, t0, cu, cf, ku, kf):
-    """Insert customer ``c`` into work tour ``i`` right after ``p`` (0 = the depot)."""
+    """Insert customer ``c`` into work tour ``i`` right after ``p`` (0 = the tour's depot)."""
+    dn = ku[WDEPOT + w, i]
     n = ku[WHEAD + w, i] if p == 0 else cu[WSUCC + w, p]
     cu[WSUCC + w, c] = n
     cu[WPRED + w, c] = p
@@ -61,11 +66,11 @@ def _insert(kind, w, i, c, p, dist, dem, tw, svc, t0, cu, cf, ku, kf):
         cu[WSUCC + w, p] = c
     if n == 0:
         ku[WTAIL + w, i] = c
-        kf[WRET + w, i] = dist[c, 0]
+        kf[WRET + w, i] = dist[c, dn]
     else:
         cu[WPRED + w, n] = c
         cf[WARC + w, n] = dist[c, n]
-    cf[WARC + w, c] = dist[p, c]
+    cf[WARC + w, c] = dist[p if p != 0 else dn, c]
     ku[WLEN + w, i] += 1
     kf[WLOAD + w, i] += dem[c]
     ku[WMOD + w, i] = 1
@@ -80,11 +85,12 @@ def _insert(kind, w, i, c, p, dist, dem, tw, svc, t0, cu, cf, ku, kf):
 
 
 @njit(cache=True)
-def _new_tour(w, src, cnt, ku, kf):
-    """Append an empty work tour to buffer ``w`` (``src``: the slot it replaces, -1 if
-    it is a tour opened by this repair); returns its candidate index."""
+def _new_tour(w, src, dn, cnt, ku, kf):
+    """Append an empty work tour at depot node ``dn`` to buffer ``w`` (``src``: the slot
+    it replaces, -1 if it is a tour opened by this repair); returns its candidate index."""
     i = cnt[NC + w]
     cnt[NC + w] = i + 1
+    ku[WDEPOT + w, i] = dn
     ku[WHEAD + w, i] = 0
     ku[WTAIL + w, i] = 0
     ku[WLEN + w, i] = 0
@@ -95,10 +101,10 @@ def _new_tour(w, src, cnt, ku, kf):
 
 
 @njit(cache=True)
-def _take_old(kind, w, t, succ, first, last, size, load, cnt, cu, cf, tu, tf, ku, kf):
+def _take_old(kind, w, t, succ, first, last, size, load, depot, cnt, cu, cf, tu, tf, ku, kf):
     """All-tours mode: move the untouched tour of slot ``t`` into a new work tour (it
     becomes a replaced tour, as in NDS's ``removedToursId``)."""
-    i = _new_tour(w, t, cnt, ku, kf)
+    i = _new_tour(w, t, depot_of(depot[t], succ.shape[0] - 1), cnt, ku, kf)
     v = first[t]
     prev = 0
     while v != 0:
@@ -122,15 +128,42 @@ def _take_old(kind, w, t, succ, first, last, size, load, cnt, cu, cf, tu, tf, ku
 
 
 @njit(cache=True)
+def _open_depot(dc_col, dc_row, n, num_depots, limited, fleet, kc):
+    """The depot node where a new tour of ``c`` opens (:mod:`.depots`): the cheapest
+    out-and-back trip ``d(D, c) + d(c, D)`` among the depots with a vehicle to spare,
+    lowest number on ties; ``-1 - D`` (``D`` the cheapest of all) if none has one."""
+    if num_depots == 1 and not limited:
+        return 0
+    best = np.inf
+    bd = -1
+    any_d = -1
+    any_best = np.inf
+    for d in range(num_depots):
+        dn = depot_of(d, n)
+        trip = dc_col[dn] + dc_row[dn]
+        if trip < any_best:
+            any_best = trip
+            any_d = dn
+        if trip < best and (not limited or kc[KWORK, d] < fleet[d]):
+            best = trip
+            bd = dn
+    return bd if bd >= 0 else -1 - any_d
+
+
+@njit(cache=True)
 def _attempt(kind, w, a, dist, dist_in, dem, cap_tol, pz, tw, svc, t0, succ, first, last, size,
-             load, length, prize, m, k, urow, recreate_n, all_tours, cu, cf, tu, tf, ku, kf, cnt,
-             fs):
+             load, length, prize, depot, fleet, limited, m, k, urow, recreate_n, all_tours, cu, cf,
+             tu, tf, ku, kf, cnt, fs, kc):
     """Greedy reinsertion of ``ku[ORDER, :m]`` (attempt ``a``) into work buffer ``w``.
 
     Returns Δ = Σ (length - prize) of the candidate tours in candidate order minus
-    Σ (length - prize) of the tours they replace (touched, then taken) in order.
+    Σ (length - prize) of the tours they replace (touched, then taken) in order;
+    ``+inf`` when a new tour found no depot with a vehicle to spare (:mod:`.depots`).
     """
-    _reset_work(kind, w, cu, cf, tu, ku, kf, cnt)
+    _reset_work(kind, w, cu, cf, tu, ku, kf, cnt, kc)
+    n = succ.shape[0] - 1
+    num_depots = fleet.shape[0]
+    over = False
     cnt[ASTAMP] += 1
     ast = cnt[ASTAMP]
     l0 = tw[0, 1]
@@ -155,14 +188,16 @@ def _attempt(kind, w, a, dist, dist_in, dem, cap_tol, pz, tw, svc, t0, succ, fir
                 if tu[TAKEN, t] == ast or load[t] + dcst > cap_tol:
                     continue
                 nb_, p_ = _scan(kind, dc_col, dc_row, pc, tw[c, 0], tw[c, 1], svc[c], t0, l0,
-                                first[t], succ, oarc, tf[ORET, t], odep, ola, best)
+                                first[t], succ, oarc, tf[ORET, t], odep, ola, best,
+                                depot_of(depot[t], n))
                 if p_ >= 0:
                     best, bold, bi, bp = nb_, t, -1, p_
         for i in range(cnt[NC + w]):
             if kf[WLOAD + w, i] + dcst > cap_tol:
                 continue
             nb_, p_ = _scan(kind, dc_col, dc_row, pc, tw[c, 0], tw[c, 1], svc[c], t0, l0,
-                            ku[WHEAD + w, i], wsucc, warc, kf[WRET + w, i], wdep, wla, best)
+                            ku[WHEAD + w, i], wsucc, warc, kf[WRET + w, i], wdep, wla, best,
+                            ku[WDEPOT + w, i])
             if p_ >= 0:
                 best, bold, bi, bp = nb_, -1, i, p_
         found = bp >= 0
@@ -170,11 +205,17 @@ def _attempt(kind, w, a, dist, dist_in, dem, cap_tol, pz, tw, svc, t0, succ, fir
             found = found and best < 0.0
         if found:
             if bold >= 0:
-                bi = _take_old(kind, w, bold, succ, first, last, size, load, cnt, cu, cf, tu,
-                               tf, ku, kf)
+                bi = _take_old(kind, w, bold, succ, first, last, size, load, depot, cnt, cu, cf,
+                               tu, tf, ku, kf)
             _insert(kind, w, bi, c, bp, dist, dem, tw, svc, t0, cu, cf, ku, kf)
         elif kind != PCVRP or (dist[0, c] + dist[c, 0]) - pc < 0.0 or urow[coin0 + q] < 0.5:
-            i = _new_tour(w, -1, cnt, ku, kf)
+            dn = _open_depot(dc_col, dc_row, n, num_depots, limited, fleet, kc)
+            if dn < 0:                     # no depot has a vehicle left: infeasible
+                over = True
+                dn = -1 - dn
+            if limited:
+                kc[KWORK, depot_number(dn, n)] += 1
+            i = _new_tour(w, -1, dn, cnt, ku, kf)
             _insert(kind, w, i, c, 0, dist, dem, tw, svc, t0, cu, cf, ku, kf)
         else:
             ku[WLEFT + w, cnt[NLEFT + w]] = c
@@ -199,13 +240,13 @@ def _attempt(kind, w, a, dist, dist_in, dem, cap_tol, pz, tw, svc, t0, succ, fir
     for q in range(cnt[NTAKEN + w]):
         t = ku[WTAKEN + w, q]
         rem += length[t] - prize[t]
-    return mod - rem
+    return np.inf if over else mod - rem
 
 
 @njit(cache=True)
 def repair_set(kind, dist, dist_in, dem, capacity, pz, tw, svc, succ, pred, tour, first, last,
-               size, load, length, prize, ids, urow, recreate_n, all_tours, cu, cf, tu, tf, ku,
-               kf, cnt, fs):
+               size, load, length, prize, depot, fleet, limited, ids, urow, recreate_n,
+               all_tours, cu, cf, tu, tf, ku, kf, cnt, fs, kc):
     """Best of ``recreate_n`` greedy repairs of the removal set ``ids`` (padded with -1).
 
     Returns ``(Δ, w)``: the lowest Δ (earliest attempt on ties) and the work buffer
@@ -213,7 +254,9 @@ def repair_set(kind, dist, dist_in, dem, capacity, pz, tw, svc, succ, pred, tour
     Fisher-Yates shuffle of the given order driven by ``urow`` (layout in
     :func:`pyg_routing.envs.deconstruction.repair.uniforms_per_set`). ``dist_in`` is
     ``dist`` transposed (arcs into a node as a contiguous row), ``dist`` itself when
-    symmetric (:attr:`~.problem.ProblemArrays.dist_in`).
+    symmetric (:attr:`~.problem.ProblemArrays.dist_in`). ``depot``: the slot's depot
+    number per tour slot; ``fleet``: the tours each depot may open (read when
+    ``limited``). An attempt over the fleet has ``Δ = +inf`` and never wins.
     """
     k = ids.shape[0]
     m = 0
@@ -222,7 +265,7 @@ def repair_set(kind, dist, dist_in, dem, capacity, pz, tw, svc, succ, pred, tour
     t0 = tw[0, 0] + svc[0]
     cap_tol = capacity * (1.0 + CAPACITY_RTOL)
     remove_set(kind, dist, dem, pz, tw, svc, t0, succ, pred, tour, first, last, length, prize,
-               load, ids, m, all_tours, cu, cf, tu, tf, ku, kf, cnt, fs)
+               load, depot, limited, ids, m, all_tours, cu, cf, tu, tf, ku, kf, cnt, fs, kc)
     best = np.inf
     best_w = 0
     w = 0
@@ -237,8 +280,8 @@ def repair_set(kind, dist, dist_in, dem, capacity, pz, tw, svc, succ, pred, tour
                 ku[ORDER, i] = ku[ORDER, j]
                 ku[ORDER, j] = x
         delta = _attempt(kind, w, a, dist, dist_in, dem, cap_tol, pz, tw, svc, t0, succ, first,
-                         last, size, load, length, prize, m, k, urow, recreate_n, all_tours, cu,
-                         cf, tu, tf, ku, kf, cnt, fs)
+                         last, size, load, length, prize, depot, fleet, limited, m, k, urow,
+                         recreate_n, all_tours, cu, cf, tu, tf, ku, kf, cnt, fs, kc)
         if delta < best:
             best = delta
             best_w = w
@@ -259,7 +302,8 @@ def canonical_cost(tour, pred, length, prize):
 
 
 @njit(cache=True)
-def _clear(t, first, last, size, load, length, prize):
+def _clear(t, first, last, size, load, length, prize, depot):
+    depot[t] = 0
     first[t] = 0
     last[t] = 0
     size[t] = 0
@@ -269,8 +313,10 @@ def _clear(t, first, last, size, load, length, prize):
 
 
 @njit(cache=True)
-def _write(w, i, t, dem, succ, pred, tour, first, last, size, load, length, prize, cu, ku, kf):
+def _write(w, i, t, dem, succ, pred, tour, first, last, size, load, length, prize, depot, cu,
+           ku, kf):
     """Write work tour ``i`` of buffer ``w`` into tour slot ``t``."""
+    depot[t] = depot_number(ku[WDEPOT + w, i], tour.shape[0] - 1)
     v = ku[WHEAD + w, i]
     ld = 0.0
     while v != 0:
@@ -288,7 +334,8 @@ def _write(w, i, t, dem, succ, pred, tour, first, last, size, load, length, priz
 
 
 @njit(cache=True)
-def commit(w, dem, succ, pred, tour, first, last, size, load, length, prize, cu, ku, kf, cnt):
+def commit(w, dem, succ, pred, tour, first, last, size, load, length, prize, depot, cu, ku, kf,
+           cnt):
     """Replace the touched and taken tours by the work tours of buffer ``w``; returns the
     new cost, recomputed from the per-tour values (:func:`canonical_cost`).
 
@@ -296,22 +343,22 @@ def commit(w, dem, succ, pred, tour, first, last, size, load, length, prize, cu,
     tour takes the lowest free slot (slot labels never influence a decision).
     """
     for q in range(cnt[NT]):
-        _clear(ku[TOUCHED, q], first, last, size, load, length, prize)
+        _clear(ku[TOUCHED, q], first, last, size, load, length, prize, depot)
     for q in range(cnt[NTAKEN + w]):
-        _clear(ku[WTAKEN + w, q], first, last, size, load, length, prize)
+        _clear(ku[WTAKEN + w, q], first, last, size, load, length, prize, depot)
     nc = cnt[NC + w]
     for i in range(nc):                   # slots of replaced tours first: they are reserved
         t = ku[WSRC + w, i]
         if t >= 0:
-            _write(w, i, t, dem, succ, pred, tour, first, last, size, load, length, prize, cu,
-                   ku, kf)
+            _write(w, i, t, dem, succ, pred, tour, first, last, size, load, length, prize, depot,
+                   cu, ku, kf)
     free = 0
     for i in range(nc):
         if ku[WSRC + w, i] < 0:
             while first[free] != 0:
                 free += 1
             _write(w, i, free, dem, succ, pred, tour, first, last, size, load, length, prize,
-                   cu, ku, kf)
+                   depot, cu, ku, kf)
     for q in range(cnt[NLEFT + w]):
         c = ku[WLEFT + w, q]
         tour[c] = -1

@@ -15,10 +15,15 @@ writes the other one, so the winner is never copied):
   time ``dep`` and latest feasible arrival ``la``, see :func:`_scan`);
 * ``tu`` int32 ``[4, N]`` and ``tf`` float64 ``[1, N]``, indexed by tour slot (or a
   flat list of at most ``N`` customers / slots);
-* ``ku`` int32 ``[19, C]`` and ``kf`` float64 ``[12, C]`` with ``C = 2k``, indexed by
+* ``ku`` int32 ``[22, C]`` and ``kf`` float64 ``[12, C]`` with ``C = 2k``, indexed by
   candidate tour (or set position): touched tours, base tours after the removal, the
-  work tours of both buffers;
-* ``cnt`` int64 ``[12]`` counters and stamps, ``fs`` float64 ``[1]``.
+  work tours of both buffers (each with its depot's node, :mod:`.depots`);
+* ``cnt`` int64 ``[12]`` counters and stamps, ``fs`` float64 ``[1]``;
+* ``kc`` int64 ``[2, K]`` the tours leaving each depot (limited fleets only): after the
+  removal, and during the attempt.
+
+Several depots (:mod:`.depots`): the sentinel 0 of the linked tours stands for the
+tour's own depot, whose node ``dn`` (0, or ``N + d``) indexes the travel costs.
 
 Stamps (``cnt[SSTAMP]`` per set, ``cnt[ASTAMP]`` per attempt) replace clearing the
 mark arrays between sets.
@@ -45,21 +50,37 @@ ORET = 0
 # ku rows (per candidate, int32)
 TOUCHED, BOFF, BLEN, BSLOT, ORDER = 0, 1, 2, 3, 4
 WHEAD, WTAIL, WLEN, WSRC, WMOD, WLEFT, WTAKEN = 5, 7, 9, 11, 13, 15, 17
+BDEPOT, WDEPOT = 19, 20
 # kf rows (per candidate, float64)
 BRET, BLOAD, BL, BP, WRET, WLOAD, WL, WP = 0, 1, 2, 3, 4, 6, 8, 10
 # cnt entries
 SSTAMP, ASTAMP, NT, NB, NOLD, NC, NLEFT, NTAKEN = 0, 1, 2, 3, 4, 5, 7, 9
 REM = 0
+# kc rows
+KBASE, KWORK = 0, 1
 
 
 @njit(cache=True)
-def new_scratch(n: int, k: int):
-    """Scratch of one slot for ``n`` customers and sets of width ``k``."""
+def new_scratch(n: int, k: int, num_depots: int):
+    """Scratch of one slot for ``n`` customers, sets of width ``k`` and ``num_depots``."""
     c = 2 * max(k, 1)
     return (np.zeros((5, n + 1), np.int32), np.zeros((12, n + 1), np.float64),
             np.zeros((4, max(n, 1)), np.int32), np.zeros((1, max(n, 1)), np.float64),
-            np.zeros((19, c), np.int32), np.zeros((12, c), np.float64),
-            np.zeros(12, np.int64), np.zeros(1, np.float64))
+            np.zeros((22, c), np.int32), np.zeros((12, c), np.float64),
+            np.zeros(12, np.int64), np.zeros(1, np.float64),
+            np.zeros((2, num_depots), np.int64))
+
+
+@njit(cache=True)
+def depot_of(d, n):
+    """Kernel node of depot number ``d`` (:func:`.depots.depot_node`)."""
+    return 0 if d == 0 else n + d
+
+
+@njit(cache=True)
+def depot_number(dn, n):
+    """Depot number of the kernel node ``dn`` of a depot."""
+    return 0 if dn == 0 else dn - n
 
 
 @njit(cache=True)
@@ -76,11 +97,13 @@ def tw_insertion_ok(dep_p, d_pc, d_cn, ec, lc, sc, la_n):
 
 
 @njit(cache=True)
-def _scan(kind, dc_col, dc_row, pc, ec, lc, sc, t0, l0, head, nxt, arc, ret, dep, la, best):
+def _scan(kind, dc_col, dc_row, pc, ec, lc, sc, t0, l0, head, nxt, arc, ret, dep, la, best,
+          dn):
     """Best insertion of customer c into one tour, given the best cost so far.
 
     Positions are walked from the depot (``p = 0`` before the first customer) to the
-    return (``n = 0``); the cost is ``d(p,c) + d(c,n) - d(p,n)`` (``- p_c`` for PCVRP),
+    return (``n = 0``), the tour's depot being node ``dn`` of the costs; the cost is
+    ``d(p,c) + d(c,n) - d(p,n)`` (``- p_c`` for PCVRP),
     and only a STRICTLY smaller cost replaces ``best``, so the first position wins ties.
     Direction-correct for asymmetric costs: ``dc_col[p] = d(p, c)`` (column ``c``),
     ``dc_row[n] = d(c, n)`` (row ``c``), ``arc[n] = d(p, n)`` (``ret = d(last, 0)``).
@@ -100,10 +123,11 @@ def _scan(kind, dc_col, dc_row, pc, ec, lc, sc, t0, l0, head, nxt, arc, ret, dep
     """
     bp = -1
     p = 0
+    pi = dn                              # p's node in the costs: the depot, then p
     n = head
     while True:
         a = arc[n] if n != 0 else ret
-        cost = (dc_col[p] + dc_row[n]) - a
+        cost = (dc_col[pi] + dc_row[n if n != 0 else dn]) - a
         if kind == PCVRP:
             cost = cost - pc
         if cost < best and (kind != VRPTW or tw_insertion_ok(
@@ -114,6 +138,7 @@ def _scan(kind, dc_col, dc_row, pc, ec, lc, sc, t0, l0, head, nxt, arc, ret, dep
         if n == 0:
             break
         p = n
+        pi = n
         n = nxt[n]
     return best, bp
 
@@ -141,7 +166,8 @@ def _departures(v, dprev, succ_row, arc_row, dep_row, tw, svc):
 
 @njit(cache=True)
 def remove_set(kind, dist, dem, pz, tw, svc, t0, succ, pred, tour, first, last, length,
-               prize, load, ids, m, all_tours, cu, cf, tu, tf, ku, kf, cnt, fs):
+               prize, load, depot, limited, ids, m, all_tours, cu, cf, tu, tf, ku, kf, cnt,
+               fs, kc):
     """Remove the set ``ids[:m]`` and build the base tours shared by all attempts.
 
     Touched tours (containing a removed customer) in order of first appearance in
@@ -150,7 +176,14 @@ def remove_set(kind, dist, dem, pz, tw, svc, t0, succ, pred, tour, first, last, 
     tour order from the depot, VRPTW schedule), the removed value ``fs[REM]`` =
     Σ (length - prize) of the touched tours in order, and for ``all_tours`` the list
     of untouched tours ordered by their first customer (with their arcs/schedules).
+    With a ``limited`` fleet, ``kc[KBASE]`` counts the tours left at each depot.
     """
+    n = tour.shape[0] - 1
+    if limited:
+        kc[KBASE, :] = 0
+        for t in range(n):
+            if first[t] != 0:
+                kc[KBASE, depot[t]] += 1
     cnt[SSTAMP] += 1
     st = cnt[SSTAMP]
     for j in range(m):
@@ -171,9 +204,10 @@ def remove_set(kind, dist, dem, pz, tw, svc, t0, succ, pred, tour, first, last, 
     used = 0
     for q in range(nt):
         t = ku[TOUCHED, q]
+        dn = depot_of(depot[t], n)
         start = used
         v = first[t]
-        prev = 0
+        prev = dn                              # the arcs' origin: the tour's depot first
         total = 0.0
         prz = 0.0
         ld = 0.0
@@ -188,9 +222,12 @@ def remove_set(kind, dist, dem, pz, tw, svc, t0, succ, pred, tour, first, last, 
                 ld += dem[v]
                 prev = v
             v = succ[v]
-        if used == start:
-            continue                                   # emptied: dropped
-        ret = dist[prev, 0]
+        if used == start:                              # emptied: dropped
+            if limited:
+                kc[KBASE, depot[t]] -= 1
+            continue
+        ret = dist[prev, dn]
+        ku[BDEPOT, nb] = dn
         ku[BOFF, nb] = start
         ku[BLEN, nb] = used - start
         ku[BSLOT, nb] = t
@@ -218,7 +255,6 @@ def remove_set(kind, dist, dem, pz, tw, svc, t0, succ, pred, tour, first, last, 
     fs[REM] = rem
     nold = 0
     if all_tours:
-        n = tour.shape[0] - 1
         for v in range(1, n + 1):
             t = tour[v]
             if t >= 0 and pred[v] == 0 and tu[TMARK, t] != st:
@@ -226,13 +262,14 @@ def remove_set(kind, dist, dem, pz, tw, svc, t0, succ, pred, tour, first, last, 
                 nold += 1
         for q in range(nold):
             t = tu[OLD, q]
+            dn = depot_of(depot[t], n)
             v = first[t]
-            prev = 0
+            prev = dn
             while v != 0:
                 cf[OARC, v] = dist[prev, v]
                 prev = v
                 v = succ[v]
-            tf[ORET, t] = dist[prev, 0]
+            tf[ORET, t] = dist[prev, dn]
             if kind == VRPTW:
                 _departures(first[t], t0, succ, cf[OARC], cf[ODEP], tw, svc)
                 _latest_arrivals(last[t], l0, tf[ORET, t], pred, cf[OARC], cf[OLA], tw, svc)
@@ -240,8 +277,10 @@ def remove_set(kind, dist, dem, pz, tw, svc, t0, succ, pred, tour, first, last, 
 
 
 @njit(cache=True)
-def _reset_work(kind, w, cu, cf, tu, ku, kf, cnt):
-    """Copy the base tours into work buffer ``w`` (candidates 0..nb-1)."""
+def _reset_work(kind, w, cu, cf, tu, ku, kf, cnt, kc):
+    """Copy the base tours into work buffer ``w`` (candidates 0..nb-1) and the fleet
+    counts after the removal into the attempt's."""
+    kc[KWORK, :] = kc[KBASE, :]
     nb = cnt[NB]
     for i in range(nb):
         off = ku[BOFF, i]
@@ -260,6 +299,7 @@ def _reset_work(kind, w, cu, cf, tu, ku, kf, cnt):
         cu[WSUCC + w, prev] = 0
         ku[WHEAD + w, i] = tu[BNODES, off]
         ku[WTAIL + w, i] = prev
+        ku[WDEPOT + w, i] = ku[BDEPOT, i]
         ku[WLEN + w, i] = ln
         ku[WSRC + w, i] = ku[BSLOT, i]
         ku[WMOD + w, i] = 0

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit, prange
 
 from pyg_routing.envs.deconstruction._attempt import canonical_cost, commit, repair_set
-from pyg_routing.envs.deconstruction._core import new_scratch
+from pyg_routing.envs.deconstruction._core import depot_of, new_scratch
 
 #: Modes of :func:`sets_kernel`.
 MODE_SA, MODE_EVALUATE, MODE_COMMIT = 0, 1, 2
@@ -27,10 +27,10 @@ MODE_SA, MODE_EVALUATE, MODE_COMMIT = 0, 1, 2
 
 @njit(cache=True, parallel=True)
 def sets_kernel(mode, all_tours, kind, dist, dist_in, demand, capacity, prize_of, tw, service,
-                inst,
-                succ, pred, tour, first, last, size, load, length, prize, cost,
+                fleet, limited, inst,
+                succ, pred, tour, first, last, size, load, length, prize, depot, cost,
                 b_succ, b_pred, b_tour, b_first, b_last, b_size, b_load, b_length, b_prize,
-                b_cost, sets, u, temperature, which, recreate_n, out_cost, accepted):
+                b_depot, b_cost, sets, u, temperature, which, recreate_n, out_cost, accepted):
     """Apply (``MODE_SA``), score (``MODE_EVALUATE``) or commit (``MODE_COMMIT``) removal
     sets ``sets [S, R, k]`` with uniforms ``u [S, R, U]``, slots in parallel.
 
@@ -39,13 +39,17 @@ def sets_kernel(mode, all_tours, kind, dist, dist_in, demand, capacity, prize_of
       snapshot the slot into the ``b_*`` arrays when its cost is strictly below
       ``b_cost``; ``accepted[s]`` counts accepted sets.
     * EVALUATE: ``out_cost[s, r] = cost[s] + Δ_r`` against the unchanged slot.
-    * COMMIT: re-run set ``which[s]`` (skip if ``< 0``) and commit it unconditionally.
+    * COMMIT: re-run set ``which[s]`` (skip if ``< 0``) and commit it unconditionally
+      (unless its repair is over the fleet, ``Δ = +inf``: then the slot is unchanged).
 
     ``dist [I, N+1, N+1]``: travel costs, ``dist[i, a, b]`` of the arc ``a -> b``
     (possibly asymmetric), and ``dist_in`` its transpose
     (:attr:`~.problem.ProblemArrays.dist_in`); ``tw``:
     :attr:`~.problem.ProblemArrays.schedule_tw` (the
     return deadline ``+inf`` on open-route instances).
+
+    ``depot [S, N]``: each tour slot's depot number; ``fleet [I, K]``: the tours each
+    depot may open, read when ``limited`` (:mod:`.depots`).
 
     ``all_tours`` lets the repair insert into untouched tours too (NDS's
     ``insertInNewToursOnly = False``): the start solutions are SA at ``T = 0`` with
@@ -55,9 +59,11 @@ def sets_kernel(mode, all_tours, kind, dist, dist_in, demand, capacity, prize_of
     n = succ.shape[1] - 1
     k = sets.shape[2]
     last_u = u.shape[2] - 1
+    num_depots = fleet.shape[1]
     for s in prange(num_slots):
-        cu, cf, tu, tf, ku, kf, cnt, fs = new_scratch(n, k)   # once per slot, not per set
+        cu, cf, tu, tf, ku, kf, cnt, fs, kc = new_scratch(n, k, num_depots)  # once per slot
         i = inst[s]
+        flt = fleet[i]
         d = dist[i]
         d_in = dist_in[i]
         dem = demand[i]
@@ -68,18 +74,20 @@ def sets_kernel(mode, all_tours, kind, dist, dist_in, demand, capacity, prize_of
         if mode == MODE_COMMIT:
             r = which[s]
             if r >= 0:
-                _, w = repair_set(kind, d, d_in, dem, cap, pz, tws, svc, succ[s], pred[s], tour[s],
-                                  first[s], last[s], size[s], load[s], length[s], prize[s],
-                                  sets[s, r], u[s, r], recreate_n, all_tours, cu, cf, tu, tf, ku,
-                                  kf, cnt, fs)
-                cost[s] = commit(w, dem, succ[s], pred[s], tour[s], first[s], last[s], size[s],
-                                 load[s], length[s], prize[s], cu, ku, kf, cnt)
+                delta, w = repair_set(kind, d, d_in, dem, cap, pz, tws, svc, succ[s], pred[s],
+                                      tour[s], first[s], last[s], size[s], load[s], length[s],
+                                      prize[s], depot[s], flt, limited, sets[s, r], u[s, r],
+                                      recreate_n, all_tours, cu, cf, tu, tf, ku, kf, cnt, fs, kc)
+                if delta < np.inf:
+                    cost[s] = commit(w, dem, succ[s], pred[s], tour[s], first[s], last[s],
+                                     size[s], load[s], length[s], prize[s], depot[s], cu, ku,
+                                     kf, cnt)
         else:
             for r in range(sets.shape[1]):
                 delta, w = repair_set(kind, d, d_in, dem, cap, pz, tws, svc, succ[s], pred[s],
                                       tour[s], first[s], last[s], size[s], load[s], length[s],
-                                      prize[s], sets[s, r], u[s, r], recreate_n, all_tours, cu, cf,
-                                      tu, tf, ku, kf, cnt, fs)
+                                      prize[s], depot[s], flt, limited, sets[s, r], u[s, r],
+                                      recreate_n, all_tours, cu, cf, tu, tf, ku, kf, cnt, fs, kc)
                 if mode == MODE_EVALUATE:
                     out_cost[s, r] = cost[s] + delta
                     continue
@@ -90,7 +98,8 @@ def sets_kernel(mode, all_tours, kind, dist, dist_in, demand, capacity, prize_of
                     threshold = np.inf if uu <= 0.0 else -temp * np.log(uu)
                 if delta < threshold:
                     cost[s] = commit(w, dem, succ[s], pred[s], tour[s], first[s], last[s],
-                                     size[s], load[s], length[s], prize[s], cu, ku, kf, cnt)
+                                     size[s], load[s], length[s], prize[s], depot[s], cu, ku, kf,
+                                     cnt)
                     accepted[s] += 1
                     if cost[s] < b_cost[s]:
                         b_succ[s] = succ[s]
@@ -102,13 +111,14 @@ def sets_kernel(mode, all_tours, kind, dist, dist_in, demand, capacity, prize_of
                         b_load[s] = load[s]
                         b_length[s] = length[s]
                         b_prize[s] = prize[s]
+                        b_depot[s] = depot[s]
                         b_cost[s] = cost[s]
 
 
 @njit(cache=True)
 def recompute_kernel(dist, demand, prize_of, inst, succ, pred, tour, first, size, load,
-                     length, prize, cost):
-    """Per-tour load, length and prize summed from the depot in tour order, and the
+                     length, prize, depot, cost):
+    """Per-tour load, length and prize summed from the tour's depot in tour order, and the
     cost in :func:`canonical_cost` order, for every slot (walks stop after ``N``
     steps, so a corrupted successor cycle cannot hang)."""
     n = succ.shape[1] - 1
@@ -119,8 +129,9 @@ def recompute_kernel(dist, demand, prize_of, inst, succ, pred, tour, first, size
             prz = 0.0
             ld = 0.0
             if size[s, t] > 0:
+                dn = depot_of(depot[s, t], n)
                 v = first[s, t]
-                prev = 0
+                prev = dn
                 steps = 0
                 while v != 0 and steps <= n:
                     total += dist[i, prev, v]
@@ -129,7 +140,7 @@ def recompute_kernel(dist, demand, prize_of, inst, succ, pred, tour, first, size
                     prev = v
                     v = succ[s, v]
                     steps += 1
-                total += dist[i, prev, 0]
+                total += dist[i, prev, dn]
             load[s, t] = ld
             length[s, t] = total
             prize[s, t] = prz

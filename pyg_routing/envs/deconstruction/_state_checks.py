@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pyg_routing.data.feasibility import TIME_RTOL
+from pyg_routing.envs.deconstruction.depots import depot_node
 from pyg_routing.envs.deconstruction.problem import PCVRP, VRPTW, ProblemArrays, capacity_limit
 from pyg_routing.errors import InfeasibleSolutionError, InvalidSolutionError
 
@@ -23,7 +24,7 @@ from pyg_routing.errors import InfeasibleSolutionError, InvalidSolutionError
 ToursArrays = Any
 
 
-_INTS = ("inst", "succ", "pred", "tour", "first", "last", "size")
+_INTS = ("inst", "succ", "pred", "tour", "first", "last", "size", "depot")
 _FLOATS = ("load", "length", "prize", "cost")
 
 
@@ -83,13 +84,43 @@ def check_routes(arrays: ProblemArrays, routes_per_slot: Sequence, inst: np.ndar
             raise InvalidSolutionError(f"{at(s)}{missing.size} customer(s) not visited: {shown}")
 
 
+def check_route_depots(arrays: ProblemArrays, routes_per_slot: Sequence,
+                       depots: Sequence | None) -> list[np.ndarray]:
+    """Each route's depot number per slot, checked: one integer in ``0..K-1`` per route;
+    ``None`` is depot 0 everywhere, which only single-depot arrays may leave implicit."""
+    k = arrays.num_depots
+    if depots is None:
+        if k > 1:
+            raise InvalidSolutionError(f"the instances have {k} depots: give each route's "
+                                       f"depot (`depots`, one list per slot)")
+        return [np.zeros(len(routes), np.int32) for routes in routes_per_slot]
+    if len(depots) != len(routes_per_slot):
+        raise InvalidSolutionError(f"`depots` needs one list per slot ({len(routes_per_slot)}), "
+                                   f"got {len(depots)}")
+    out = []
+    for s, (routes, homes) in enumerate(zip(routes_per_slot, depots)):
+        arr = np.asarray(homes).reshape(-1)
+        if len(arr) != len(routes):
+            raise InvalidSolutionError(f"{at(s)}`depots` needs one depot per route "
+                                       f"({len(routes)}), got {len(arr)}")
+        if arr.size and (arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer)):
+            raise InvalidSolutionError(f"{at(s)}route depots must be integers, got {homes!r}")
+        bad = (arr < 0) | (arr >= k)
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise InvalidSolutionError(f"{at(s, r)}depot {int(arr[r])} is not one of the "
+                                       f"depots 0..{k - 1}")
+        out.append(arr.astype(np.int32))
+    return out
+
+
 def check_layout(state: ToursArrays, arrays: ProblemArrays) -> None:
     """Dtypes, shapes and contiguity the kernels need, and instance rows in range."""
     s = state.succ.shape[0] if isinstance(state.succ, np.ndarray) else -1
     n = arrays.num_customers
     shapes = {"inst": (s,), "succ": (s, n + 1), "pred": (s, n + 1), "tour": (s, n + 1),
               "first": (s, n), "last": (s, n), "size": (s, n), "load": (s, n),
-              "length": (s, n), "prize": (s, n), "cost": (s,)}
+              "length": (s, n), "prize": (s, n), "depot": (s, n), "cost": (s,)}
     for name, shape in shapes.items():
         arr = getattr(state, name)
         dtype = np.int32 if name in _INTS else np.float64
@@ -114,7 +145,8 @@ def _links(state: ToursArrays, arrays: ProblemArrays) -> None:
     tour, succ, pred = state.tour, state.succ, state.pred
     for name, arr, lo, hi in (("tour", tour[:, 1:], -1, n - 1), ("succ", succ, 0, n),
                               ("pred", pred, 0, n), ("first", state.first, 0, n),
-                              ("last", state.last, 0, n), ("size", state.size, 0, n)):
+                              ("last", state.last, 0, n), ("size", state.size, 0, n),
+                              ("depot", state.depot, 0, arrays.num_depots - 1)):
         hit = _first((arr < lo) | (arr > hi))
         if hit is not None:
             raise InvalidSolutionError(f"{at(hit[0])}{name}[{hit[1] + (name == 'tour')}] = "
@@ -173,12 +205,28 @@ def check_state(state: ToursArrays, arrays: ProblemArrays) -> None:
         if hit is not None:
             raise InvalidSolutionError(f"{at(*hit)}{name} customer {int(end[hit])} is not the "
                                        f"{name} customer of this route")
-    free = ~used & ((state.load != 0) | (state.length != 0) | (state.prize != 0))
+    free = ~used & ((state.load != 0) | (state.length != 0) | (state.prize != 0)
+                    | (state.depot != 0))
     hit = _first(free)
     if hit is not None:
-        raise InvalidSolutionError(f"{at(*hit)}a free route slot must hold zero load, length "
-                                   f"and prize")
+        raise InvalidSolutionError(f"{at(*hit)}a free route slot must hold zero load, length, "
+                                   f"prize and depot")
     _walk(state, arrays, nheads)
+    if arrays.limited:
+        _fleet(state, arrays, used)
+
+
+def _fleet(state: ToursArrays, arrays: ProblemArrays, used: np.ndarray) -> None:
+    """Each depot's routes within its vehicles."""
+    k = arrays.num_depots
+    counts = np.zeros((len(state), k), np.int64)
+    ss, tt = np.nonzero(used)
+    np.add.at(counts, (ss, state.depot[ss, tt]), 1)
+    hit = _first(counts > arrays.fleet[state.inst])
+    if hit is not None:
+        s, d = hit
+        raise InfeasibleSolutionError(f"{at(s)}depot {d} opens {int(counts[s, d])} routes, but "
+                                      f"has {int(arrays.fleet[state.inst[s], d])} vehicles")
 
 
 def _walk(state: ToursArrays, arrays: ProblemArrays, nheads: np.ndarray) -> None:
@@ -187,7 +235,8 @@ def _walk(state: ToursArrays, arrays: ProblemArrays, nheads: np.ndarray) -> None
     ss, tt = np.nonzero(state.size > 0)
     inst = state.inst[ss]
     cur = state.first[ss, tt].astype(np.int64)
-    prev = np.zeros_like(cur)
+    home = depot_node(state.depot[ss, tt].astype(np.int64), n)
+    prev = home.copy()
     total = np.zeros(len(ss))
     prz = np.zeros(len(ss))
     ld = np.zeros(len(ss))
@@ -214,7 +263,7 @@ def _walk(state: ToursArrays, arrays: ProblemArrays, nheads: np.ndarray) -> None
         cur[a] = state.succ[ss[a], v]
         steps[a] += 1
         alive = (cur != 0) & (steps <= n)
-    ret = arrays.dist[inst, prev, 0]
+    ret = arrays.dist[inst, prev, home]
     total += ret
     short = (steps != state.size[ss, tt]) | (nheads[ss, tt] != 1)
     if short.any():

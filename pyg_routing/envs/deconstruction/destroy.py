@@ -111,13 +111,13 @@ def neighbour_table(arrays: ProblemArrays, width: int | None = None) -> np.ndarr
     One stable argsort per instance (``O(N^2 log N)``), done once per arrays object by
     the providers' caches; memory ``4 I (N+1) width`` bytes.
     """
-    n1 = arrays.dist.shape[1]
-    n = n1 - 1
+    n = arrays.num_customers
+    n1 = n + 1
     width = n if width is None else width
     out = np.empty((arrays.num_instances, n1, width), np.int32)
     cust = np.arange(n)
     for i in range(arrays.num_instances):       # one [N+1, N] key matrix at a time
-        key = arrays.dist[i, :, 1:].copy()
+        key = arrays.dist[i, :n1, 1:n1].copy()  # depot 0 and the customers (.depots)
         key[cust + 1, cust] = -np.inf            # a customer precedes even a co-located one
         out[i] = np.argsort(key, axis=1, kind="stable")[:, :width] + 1
     return out

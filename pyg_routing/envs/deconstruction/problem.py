@@ -1,7 +1,8 @@
 """``ProblemArrays``: the instance data the NDS repair kernels read, as numpy arrays.
 
-Every field is a dense float64 array over ``I`` instances with ``N + 1`` nodes each
-(node 0 = depot). Fields a problem does not have are zeros, so one compiled kernel
+Every field is a dense float64 array over ``I`` instances with ``N + K`` nodes each in
+the kernel order of :mod:`.depots` (depot 0, customers ``1..N``, the other depots;
+``N + 1`` nodes and node 0 the depot for one depot). Fields a problem does not have are zeros, so one compiled kernel
 serves CVRP, VRPTW and PCVRP and branches on :attr:`ProblemArrays.kind` at run time.
 
 The distance matrix is computed once per instance. The 8 dihedral augmentations of
@@ -28,6 +29,7 @@ from pyg_routing.data.feasibility import CAPACITY_RTOL, describe_unservable
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import UnsupportedProblemError
+from pyg_routing.envs.deconstruction.depots import UNLIMITED, kernel_order
 from pyg_routing.errors import InvalidInstanceError, where
 
 #: Integer problem codes the kernels branch on.
@@ -91,9 +93,9 @@ def open_flags(instances: RoutingInstances) -> np.ndarray:
 
 
 #: The variants the NDS kernels search (:mod:`pyg_routing.data.travel`): every arc is read
-#: in its driven direction (asymmetric matrices) and open routes end at their last
-#: customer; one depot, node 0
-NDS_VARIANTS = ("euclidean", "explicit", "open")
+#: in its driven direction (asymmetric matrices), open routes end at their last
+#: customer, and each tour leaves from and returns to its own depot (:mod:`.depots`)
+NDS_VARIANTS = ("euclidean", "explicit", "open", "multi_depot")
 
 
 @dataclass
@@ -110,6 +112,10 @@ class ProblemArrays:
         service: ``[I, N+1]`` service times (VRPTW; zeros otherwise).
         prize: ``[I, N+1]`` prizes (PCVRP; zeros otherwise).
         open_routes: ``bool [I]`` open-route instances (default: none).
+        num_depots: ``K`` (CVRP only when above 1); every field's nodes are in the
+            kernel order of :mod:`.depots`.
+        depot_vehicles: ``int64 [I, K]`` the most tours each depot may open, or
+            ``None``: unlimited.
 
     VRPTW schedules leave the depot at ``tw[i, 0, 0] + service[i, 0]`` (``0`` for
     every NDS and generator instance, NDS's ``t = 0``), the convention of
@@ -124,11 +130,26 @@ class ProblemArrays:
     service: np.ndarray
     prize: np.ndarray
     open_routes: np.ndarray | None = None
+    num_depots: int = 1
+    depot_vehicles: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.open_routes is None:
             self.open_routes = np.zeros(self.dist.shape[0], dtype=bool)
         self.open_routes = np.asarray(self.open_routes, dtype=bool).reshape(-1)
+
+    @property
+    def fleet(self) -> np.ndarray:
+        """``int64 [I, K]`` the tours each depot may open (:data:`.depots.UNLIMITED`
+        without limits): what the kernels compare against."""
+        if self.depot_vehicles is None:
+            return np.full((self.num_instances, self.num_depots), UNLIMITED, np.int64)
+        return np.ascontiguousarray(self.depot_vehicles, dtype=np.int64)
+
+    @property
+    def limited(self) -> bool:
+        """Whether some depot's fleet is limited."""
+        return self.depot_vehicles is not None
 
     @property
     def dist_in(self) -> np.ndarray:
@@ -164,8 +185,8 @@ class ProblemArrays:
 
     @property
     def num_customers(self) -> int:
-        """``N`` (nodes are ``0..N``)."""
-        return self.dist.shape[1] - 1
+        """``N`` (customers are ``1..N``; the depots 0 and ``N+1..N+K-1``)."""
+        return self.dist.shape[1] - self.num_depots
 
     @property
     def problem(self) -> Problem:
@@ -194,19 +215,29 @@ class ProblemArrays:
         instances.check()
         pos = instances.pos.detach().cpu().to(dtype=torch.float64).numpy()
         b, n1 = pos.shape[:2]
+        k = instances.num_depots
+        order = None if k == 1 else kernel_order(k, n1)
 
         def field(value, shape: tuple[int, ...]) -> np.ndarray:
             if value is None:
                 return np.zeros(shape, dtype=np.float64)
-            return np.ascontiguousarray(value.detach().cpu().to(dtype=torch.float64).numpy())
+            arr = value.detach().cpu().to(dtype=torch.float64).numpy()
+            return np.ascontiguousarray(arr if order is None or arr.ndim < 2
+                                        else arr[:, order])
 
-        arrays = cls(kind=KIND_OF_PROBLEM[prob], dist=instance_distances(instances, pos),
+        dist = instance_distances(instances, pos)
+        if order is not None:                      # the kernel order of .depots
+            dist = np.ascontiguousarray(dist[:, order][:, :, order])
+        vehicles = instances.depot_vehicles
+        arrays = cls(kind=KIND_OF_PROBLEM[prob], dist=dist,
                      demand=field(instances.demand, (b, n1)),
                      capacity=field(instances.capacity, (b,)).reshape(b),
                      tw=field(instances.time_window, (b, n1, 2)),
                      service=field(instances.service_time, (b, n1)),
                      prize=field(instances.prize, (b, n1)),
-                     open_routes=open_flags(instances))
+                     open_routes=open_flags(instances), num_depots=k,
+                     depot_vehicles=None if vehicles is None
+                     else vehicles.detach().cpu().long().numpy().reshape(b, k).copy())
         if arrays.kind == VRPTW:
             arrays.check_servable()
         return arrays
@@ -259,11 +290,12 @@ def arrays_mismatch(arrays: ProblemArrays, problem: Problem | str, pos: torch.Te
     naming the first instance that differs), or ``None`` if they are.
     ``open_routes``: the instances' :func:`open_flags` (``None``: all closed)."""
     prob = Problem.parse(problem)
-    shape = (arrays.num_instances, arrays.num_customers + 1)
+    k = arrays.num_depots
+    shape = (arrays.num_instances, arrays.num_customers + k)
     if tuple(pos.shape[:2]) != shape or KIND_OF_PROBLEM.get(prob) != arrays.kind:
         return (f"the arrays hold {shape[0]} {arrays.problem.value} instance(s) of "
-                f"{shape[1] - 1} customers, the instances are {pos.shape[0]} {prob.value} of "
-                f"{pos.shape[1] - 1}")
+                f"{shape[1] - k} customers, the instances are {pos.shape[0]} {prob.value} of "
+                f"{pos.shape[1] - k}")
     opened = np.zeros(shape[0], bool) if open_routes is None else open_routes
     if (opened != arrays.open_routes).any():
         i = int(np.argmax(opened != arrays.open_routes))
@@ -275,11 +307,12 @@ def arrays_mismatch(arrays: ProblemArrays, problem: Problem | str, pos: torch.Te
         given = "the coordinates give"
     else:
         d0, given = rows, "the cost matrix gives"
-    off = ~np.isclose(d0, arrays.dist[:, 0], rtol=0, atol=DIST_ATOL)
+    order = kernel_order(k, shape[1])              # node j of the arrays: order[j]
+    off = ~np.isclose(d0[:, order], arrays.dist[:, 0], rtol=0, atol=DIST_ATOL)
     if off.any():
-        i, c = (int(x) for x in np.argwhere(off)[0])
-        return (f"{where(i, node=c)}the arrays' distance from the depot is "
-                f"{arrays.dist[i, 0, c]:.6g}, {given} {d0[i, c]:.6g}")
+        i, j = (int(x) for x in np.argwhere(off)[0])
+        return (f"{where(i, node=int(order[j]))}the arrays' distance from the depot is "
+                f"{arrays.dist[i, 0, j]:.6g}, {given} {d0[i, order[j]]:.6g}")
     return None
 
 

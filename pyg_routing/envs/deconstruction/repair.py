@@ -91,12 +91,12 @@ def run_kernel(mode, state, best, arrays, sets, u, temperature, which, recreate_
     b = best if best is not None else state
     announce_compilation(sets_kernel)
     sets_kernel(mode, all_tours, arrays.kind, arrays.dist, arrays.dist_in, arrays.demand,
-                arrays.capacity,
-                arrays.prize, arrays.schedule_tw, arrays.service, state.inst,
+                arrays.capacity, arrays.prize, arrays.schedule_tw, arrays.service, arrays.fleet,
+                arrays.limited, state.inst,
                 state.succ, state.pred, state.tour, state.first, state.last, state.size,
-                state.load, state.length, state.prize, state.cost,
+                state.load, state.length, state.prize, state.depot, state.cost,
                 b.succ, b.pred, b.tour, b.first, b.last, b.size, b.load, b.length, b.prize,
-                b.cost, sets, u, temperature, which, recreate_n, out, accepted)
+                b.depot, b.cost, sets, u, temperature, which, recreate_n, out, accepted)
 
 
 def apply_sets_sa(state: ToursState, best: ToursState, arrays: ProblemArrays,

@@ -17,6 +17,11 @@ generator's); fractional demands could only disagree if a load landed within rou
 error of ``C (1 + 1e-9)``. Likewise the kernels' O(1) time-window test and the
 simulation here can only disagree when an arrival lands within rounding error of a
 window's end.
+
+Several depots (:mod:`.depots`): a tour is given as ``(d, [c1, c2, ...])`` with its depot
+number ``d`` (a plain list is a tour of depot 0), and returned that way on multi-depot
+arrays. Internally a tour is the list ``[D, c1, c2, ...]`` headed by its depot's node
+``D`` in the costs, so every walk starts and ends there.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 
 from pyg_routing.envs.deconstruction.problem import PCVRP, VRPTW, ProblemArrays, capacity_limit
 
-Tours = list[list[int]]
+Tours = list  # of tours: [c1, c2, ...] (depot 0) or (d, [c1, c2, ...])
 
 
 class ReferenceInstance:
@@ -50,58 +55,85 @@ class ReferenceInstance:
         self.service = arrays.service[i].tolist()
         self.prize = arrays.prize[i].tolist()
         self.t0 = self.early[0] + self.service[0]
+        self.num_depots = arrays.num_depots
+        self.fleet = arrays.fleet[i].tolist()
+        self.limited = arrays.limited
+        self.depot_nodes = [0] + [self.n + d for d in range(1, self.num_depots)]
+
+    # -------------------------------------------------------------- tours
+    def internal(self, tours: Tours) -> list[list[int]]:
+        """``[D, c1, ...]`` per tour (``D``: the depot's node)."""
+        return [[0, *t] if isinstance(t, list) else [self.depot_nodes[t[0]], *t[1]]
+                for t in tours]
+
+    def external(self, tours: list[list[int]]) -> Tours:
+        """The given form: plain lists on single-depot arrays, else ``(d, list)``."""
+        if self.num_depots == 1:
+            return [list(t[1:]) for t in tours]
+        return [(self.depot_nodes.index(t[0]), list(t[1:])) for t in tours]
 
     # -------------------------------------------------------------- tour values
     def length(self, tour: list[int]) -> float:
         total = 0.0
-        prev = 0
-        for v in tour:
+        prev = tour[0]
+        for v in tour[1:]:
             total += self.d[prev][v]
             prev = v
-        return total + self.d[prev][0]
+        return total + self.d[prev][tour[0]]
 
     def collected(self, tour: list[int]) -> float:
         total = 0.0
-        for v in tour:
+        for v in tour[1:]:
             total += self.prize[v]
         return total
 
     def value(self, tour: list[int]) -> float:
         return self.length(tour) - self.collected(tour)
 
-    def cost(self, tours: Tours) -> float:
+    def cost(self, tours: list[list[int]]) -> float:
         total = 0.0
-        for tour in sorted(tours, key=lambda t: t[0]):
+        for tour in sorted(tours, key=lambda t: t[1]):
             total += self.value(tour)
         return total
 
     def load(self, tour: list[int]) -> float:
         total = 0.0
-        for v in tour:
+        for v in tour[1:]:
             total += self.demand[v]
         return total
 
     def on_time(self, tour: list[int]) -> bool:
         """Simulate the schedule: leave the depot at t0, wait for windows to open."""
         t = self.t0
-        prev = 0
-        for v in tour:
+        prev = tour[0]
+        for v in tour[1:]:
             arrive = t + self.d[prev][v]
             if arrive > self.late[v]:
                 return False
             t = max(arrive, self.early[v]) + self.service[v]
             prev = v
-        return t + self.d[prev][0] <= self.late[0]
+        return t + self.d[prev][tour[0]] <= self.late[0]
+
+    def open_at(self, c: int, used: list[int]) -> tuple[int, bool]:
+        """``(D, spare)``: the depot node of a new tour of ``c`` (the cheapest out-and-back
+        trip among the depots with a vehicle to spare, lowest number on ties) and
+        whether one had a vehicle to spare (else the cheapest of all)."""
+        trips = [self.d[dn][c] + self.d[c][dn] for dn in self.depot_nodes]
+        free = [d for d in range(self.num_depots) if not self.limited or used[d] < self.fleet[d]]
+        pool = free if free else list(range(self.num_depots))
+        best = min(pool, key=lambda d: (trips[d], d))
+        return self.depot_nodes[best], bool(free)
 
     # -------------------------------------------------------------- insertion
     def best_in_tour(self, tour: list[int], c: int, best: float) -> tuple[float, int | None]:
-        """Strictly best feasible position of ``c`` in ``tour`` beating ``best``."""
+        """Strictly best feasible position of ``c`` in ``tour`` (``[D, c1, ...]``; the
+        positions are list indices 1..len) beating ``best``."""
         if self.load(tour) + self.demand[c] > self.cap_tol:
             return best, None
         where = None
-        for pos in range(len(tour) + 1):
-            p = tour[pos - 1] if pos > 0 else 0
-            n = tour[pos] if pos < len(tour) else 0
+        for pos in range(1, len(tour) + 1):
+            p = tour[pos - 1]
+            n = tour[pos] if pos < len(tour) else tour[0]
             cost = (self.d[p][c] + self.d[c][n]) - self.d[p][n]
             if self.kind == PCVRP:
                 cost = cost - self.prize[c]
@@ -122,17 +154,19 @@ def _shuffled(ids: list[int], urow: list[float], a: int, k: int) -> list[int]:
     return order
 
 
-def repair(inst: ReferenceInstance, tours: Tours, row: list[int], urow: list[float],
-           recreate_n: int, all_tours: bool = False) -> tuple[float, Tours]:
-    """Best-of-``recreate_n`` repair of removal set ``row`` (padded with -1).
+def repair(inst: ReferenceInstance, tours: list[list[int]], row: list[int], urow: list[float],
+           recreate_n: int, all_tours: bool = False) -> tuple[float, list[list[int]]]:
+    """Best-of-``recreate_n`` repair of removal set ``row`` (padded with -1) of the
+    internal ``tours`` (``[D, c1, ...]`` each).
 
     Returns ``(Δ, new solution)``: the tours not replaced (in their order), then the
-    candidate tours of the winning attempt.
+    candidate tours of the winning attempt; ``Δ = +inf`` (and the solution unchanged)
+    when every attempt needed a vehicle no depot had left.
     """
     k = len(row)
     ids = [c for c in row if c >= 0]
     removed = set(ids)
-    tour_of = {v: j for j, tour in enumerate(tours) for v in tour}
+    tour_of = {v: j for j, tour in enumerate(tours) for v in tour[1:]}
     touched: list[int] = []
     for c in ids:
         if c in tour_of and tour_of[c] not in touched:
@@ -141,14 +175,18 @@ def repair(inst: ReferenceInstance, tours: Tours, row: list[int], urow: list[flo
     for j in touched:
         rem_touched += inst.value(tours[j])
     base = [[v for v in tours[j] if v not in removed] for j in touched]
-    base = [tour for tour in base if tour]
-    old = [] if not all_tours else sorted(
-        (j for j in range(len(tours)) if j not in touched), key=lambda j: tours[j][0])
+    base = [tour for tour in base if len(tour) > 1]
+    kept = [j for j in range(len(tours)) if j not in touched]
+    old = [] if not all_tours else sorted(kept, key=lambda j: tours[j][1])
     coin0 = (recreate_n - 1) * max(k - 1, 0)
-    best_delta, best_result = math.inf, None
+    best_delta, best_result = math.inf, list(tours)
     for a in range(recreate_n):
         order = ids if a == 0 else _shuffled(ids, urow, a, k)
         cands = [list(tour) for tour in base]
+        used = [0] * inst.num_depots                  # tours per depot: kept, then cands
+        for tour in [tours[j] for j in kept] + cands:
+            used[inst.depot_nodes.index(tour[0])] += 1
+        over = False
         available = list(old)
         taken: list[int] = []
         for q, c in enumerate(order):
@@ -173,7 +211,10 @@ def repair(inst: ReferenceInstance, tours: Tours, row: list[int], urow: list[flo
                 tour.insert(where, c)
             elif (inst.kind != PCVRP or (inst.d[0][c] + inst.d[c][0]) - inst.prize[c] < 0.0
                   or urow[coin0 + a * k + q] < 0.5):
-                cands.append([c])
+                home, spare = inst.open_at(c, used)
+                over = over or not spare
+                used[inst.depot_nodes.index(home)] += 1
+                cands.append([home, c])
             # else: c stays unvisited (PCVRP)
         modified = 0.0
         for tour in cands:
@@ -181,7 +222,7 @@ def repair(inst: ReferenceInstance, tours: Tours, row: list[int], urow: list[flo
         replaced = rem_touched
         for j in taken:
             replaced += inst.value(tours[j])
-        delta = modified - replaced
+        delta = math.inf if over else modified - replaced
         if delta < best_delta:
             best_delta = delta
             gone = set(touched) | set(taken)
@@ -189,9 +230,12 @@ def repair(inst: ReferenceInstance, tours: Tours, row: list[int], urow: list[flo
     return best_delta, best_result
 
 
-def canonical(tours: Tours) -> Tours:
-    """Tours ordered by their first customer (the order of ``ToursState.to_routes``)."""
-    return sorted((list(t) for t in tours), key=lambda t: t[0])
+def canonical(tours: list) -> list:
+    """Tours ordered by their first customer (the order of ``ToursState.to_routes``);
+    internal tours (``[D, c1, ...]``) by ``c1``, given ones in their own form."""
+    def first(t):
+        return t[1][0] if isinstance(t, tuple) else t[0]
+    return sorted((t if isinstance(t, tuple) else list(t) for t in tours), key=first)
 
 
 def _metropolis(delta: float, temperature: float, u: float) -> bool:
@@ -215,8 +259,10 @@ def apply_sets_sa(arrays: ProblemArrays, solutions: list[Tours], inst, sets, u, 
     out = ([], [], [], [], [])
     for s, tours in enumerate(solutions):
         ri = ReferenceInstance(arrays, int(inst[s]))
-        cur, cost = [list(t) for t in tours], ri.cost(tours)
-        top, top_cost = [list(t) for t in best[s]], ri.cost(best[s])
+        cur = ri.internal(tours)
+        cost = ri.cost(cur)
+        top = ri.internal(best[s])
+        top_cost = ri.cost(top)
         accepted = 0
         for r, row in enumerate(sets[s]):
             delta, new = repair(ri, cur, row, u[s][r], recreate_n)
@@ -225,7 +271,8 @@ def apply_sets_sa(arrays: ProblemArrays, solutions: list[Tours], inst, sets, u, 
                 accepted += 1
                 if cost < top_cost:
                     top, top_cost = [list(t) for t in cur], cost
-        for lst, val in zip(out, (canonical(cur), cost, canonical(top), top_cost, accepted)):
+        for lst, val in zip(out, (canonical(ri.external(cur)), cost,
+                                  canonical(ri.external(top)), top_cost, accepted)):
             lst.append(val)
     return out
 
@@ -237,15 +284,17 @@ def evaluate_sets(arrays: ProblemArrays, solutions: list[Tours], inst, sets, u,
     out = np.empty((len(solutions), len(sets[0]) if sets else 0))
     for s, tours in enumerate(solutions):
         ri = ReferenceInstance(arrays, int(inst[s]))
-        cost = ri.cost(tours)
+        cur = ri.internal(tours)
+        cost = ri.cost(cur)
         for r, row in enumerate(sets[s]):
-            out[s, r] = cost + repair(ri, tours, row, u[s][r], recreate_n)[0]
+            out[s, r] = cost + repair(ri, cur, row, u[s][r], recreate_n)[0]
     return out
 
 
 def commit_sets(arrays: ProblemArrays, solutions: list[Tours], inst, sets, u, which,
                 recreate_n: int = 5) -> list[Tours]:
-    """Reference of :func:`.repair.commit_sets` (returns new canonical solutions)."""
+    """Reference of :func:`.repair.commit_sets` (returns new canonical solutions; a
+    repair over the fleet leaves its solution unchanged)."""
     sets, u = np.asarray(sets).tolist(), np.asarray(u).tolist()
     out = []
     for s, tours in enumerate(solutions):
@@ -254,7 +303,8 @@ def commit_sets(arrays: ProblemArrays, solutions: list[Tours], inst, sets, u, wh
             out.append(canonical(tours))
             continue
         ri = ReferenceInstance(arrays, int(inst[s]))
-        out.append(canonical(repair(ri, tours, sets[s][r], u[s][r], recreate_n)[1]))
+        out.append(canonical(ri.external(
+            repair(ri, ri.internal(tours), sets[s][r], u[s][r], recreate_n)[1])))
     return out
 
 
@@ -264,15 +314,32 @@ def start_solutions(arrays: ProblemArrays, inst, removal, u) -> list[Tours]:
     out = []
     for s, i in enumerate(inst):
         ri = ReferenceInstance(arrays, int(i))
-        tours = [[c] for c in range(1, ri.n + 1)]
+        if ri.limited:
+            tours = _construction(ri)
+        else:
+            tours = [[min(ri.depot_nodes, key=lambda dn: (ri.d[dn][c] + ri.d[c][dn],
+                                                          ri.depot_nodes.index(dn))), c]
+                     for c in range(1, ri.n + 1)]
         for r, row in enumerate(removal[s]):
             delta, new = repair(ri, tours, row, u[s][r], 1, all_tours=True)
             if delta < 0.0:
                 tours = new
-        out.append(canonical(tours))
+        out.append(canonical(ri.external(tours)))
     return out
+
+
+def _construction(ri: ReferenceInstance) -> list[list[int]]:
+    """The limited-fleet start: every customer repaired into the empty solution,
+    farthest first by its cheapest out-and-back trip (ties by id)."""
+    trip = [min(ri.d[dn][c] + ri.d[c][dn] for dn in ri.depot_nodes) for c in range(ri.n + 1)]
+    order = sorted(range(1, ri.n + 1), key=lambda c: (-trip[c], c))
+    delta, tours = repair(ri, [], order, [0.0] * (2 * len(order) + 1), 1, all_tours=True)
+    if delta == math.inf:
+        raise ValueError("the construction cannot fit every customer within the vehicles")
+    return tours
 
 
 def cost(arrays: ProblemArrays, i: int, tours: Tours) -> float:
     """Canonical cost of one solution of instance ``i``."""
-    return ReferenceInstance(arrays, i).cost(tours)
+    ri = ReferenceInstance(arrays, i)
+    return ri.cost(ri.internal(tours))

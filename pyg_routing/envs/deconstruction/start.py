@@ -14,6 +14,13 @@ label), then the rebuilt touched tours in order of first appearance, then, in th
 order they arise, the tours opened and the untouched tours that received a
 customer (such a tour leaves the untouched list and is appended, as in NDS).
 
+Several depots (:mod:`.depots`): each singleton tour leaves from its customer's
+cheapest depot (out and back). Where the instance limits each depot's vehicles, the
+singletons would break the limits, so the rounds start instead from one greedy
+all-tours repair of every customer, farthest first (decreasing cheapest out-and-back
+trip, ties by id), new tours opening at the cheapest depot with a vehicle to spare; an
+instance whose customers that construction cannot fit is refused by name.
+
 Round counts (NDS's configs, ``nb_iterations`` and ``nb_nodes_ratio``, with
 ``m = int(N * ratio)``): 50 rounds removing 15 % for N <= 100 (every train config at
 N = 100 and the CVRP/PCVRP eval configs; NDS's VRPTW-100 eval config uses 100 /
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyg_routing.envs.deconstruction._kernels import MODE_SA
+from pyg_routing.envs.deconstruction._kernels import MODE_COMMIT, MODE_SA
 from pyg_routing.envs.deconstruction._validate import (
     InvalidRemovalSetError,
     _array,
@@ -33,9 +40,11 @@ from pyg_routing.envs.deconstruction._validate import (
     check_sets,
     check_uniforms,
 )
+from pyg_routing.envs.deconstruction.depots import cheapest_depots, depot_node
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
 from pyg_routing.envs.deconstruction.repair import run_kernel, uniforms_per_set
 from pyg_routing.envs.deconstruction.state import ToursState
+from pyg_routing.errors import InfeasibleSolutionError, where
 
 
 def start_parameters(num_customers: int) -> tuple[int, int]:
@@ -117,7 +126,7 @@ def start_solutions(arrays: ProblemArrays, inst: np.ndarray, rounds: int | None 
         removal = check_sets(removal, len(inst), n)
     removal = np.ascontiguousarray(removal, dtype=np.int32)
     u = check_uniforms(u, removal.shape, uniforms_per_set(removal.shape[2], 1))
-    state = singletons(arrays, inst)
+    state = construction(arrays, inst) if arrays.limited else singletons(arrays, inst)
     # A round is an SA step at T = 0 with one all-tours attempt, so the start solutions
     # run through the same compiled driver as the search (accepted iff Δ < 0).
     run_kernel(MODE_SA, state, None, arrays, removal, u, np.zeros(len(inst)),
@@ -127,7 +136,8 @@ def start_solutions(arrays: ProblemArrays, inst: np.ndarray, rounds: int | None 
 
 
 def singletons(arrays: ProblemArrays, inst: np.ndarray) -> ToursState:
-    """Every customer alone in its own tour (customer ``c`` in tour slot ``c - 1``)."""
+    """Every customer alone in its own tour (customer ``c`` in tour slot ``c - 1``), at
+    its cheapest depot."""
     n = arrays.num_customers
     state = ToursState.empty(len(inst), n, inst)
     cust = np.arange(1, n + 1, dtype=np.int32)
@@ -135,5 +145,41 @@ def singletons(arrays: ProblemArrays, inst: np.ndarray) -> ToursState:
     state.first[:] = cust
     state.last[:] = cust
     state.size[:] = 1
+    if arrays.num_depots > 1:
+        state.depot[:] = cheapest_depots(arrays.dist, arrays.num_depots)[inst, 1:]
     state.recompute_costs(arrays)
+    return state
+
+
+def construction_order(arrays: ProblemArrays) -> np.ndarray:
+    """``int32 [I, N]``: customers farthest first by their cheapest out-and-back trip
+    ``d(D, c) + d(c, D)``, ties by id (the limited-fleet construction's order)."""
+    n, k = arrays.num_customers, arrays.num_depots
+    nodes = depot_node(np.arange(k), n)
+    trip = arrays.dist[:, nodes, 1:n + 1] + arrays.dist[:, 1:n + 1, nodes].transpose(0, 2, 1)
+    return (np.argsort(-trip.min(axis=1), axis=1, kind="stable") + 1).astype(np.int32)
+
+
+def construction(arrays: ProblemArrays, inst: np.ndarray) -> ToursState:
+    """Every customer inserted greedily into the tours opened so far, farthest first
+    (:func:`construction_order`), by one all-tours repair of the empty solution: the
+    limited-fleet start.
+
+    Raises:
+        InfeasibleSolutionError: naming an instance whose customers the construction
+            cannot fit within its depots' vehicles.
+    """
+    n = arrays.num_customers
+    state = ToursState.empty(len(inst), n, inst)
+    sets = np.ascontiguousarray(construction_order(arrays)[inst][:, None, :])
+    u = np.zeros((len(inst), 1, uniforms_per_set(n, 1)))
+    run_kernel(MODE_COMMIT, state, None, arrays, sets, u, np.zeros(len(inst)),
+               np.zeros(len(inst), np.int64), 1, np.zeros((1, 1)),
+               np.zeros(len(inst), np.int64), all_tours=True)
+    left = (state.tour[:, 1:] < 0).any(axis=1)
+    if left.any():
+        i = int(inst[int(np.argmax(left))])
+        raise InfeasibleSolutionError(
+            f"{where(i)}NDS's start cannot fit every customer within the depots' vehicles "
+            f"{arrays.fleet[i].tolist()} (greedy insertion, farthest customer first)")
     return state

@@ -3,7 +3,7 @@
 Each solution slot ``s`` belongs to instance ``inst[s]`` of a
 :class:`~pyg_routing.envs.deconstruction.problem.ProblemArrays` (e.g. 8 augmentation
 slots per instance share one distance matrix); all slots have the same ``N``
-customers (nodes ``0..N``, depot 0). A solution is a set of tours, each a linked
+customers (ids ``1..N``; the depots in the kernel order of :mod:`.depots`). A solution is a set of tours, each a linked
 list of customers stored in a TOUR SLOT ``t`` in ``0..N-1`` (at most ``N`` non-empty
 tours exist). Slot labels are arbitrary: no repair decision depends on them.
 
@@ -20,7 +20,12 @@ import numpy as np
 import torch
 
 from pyg_routing.envs.deconstruction._kernels import recompute_kernel
-from pyg_routing.envs.deconstruction._state_checks import check_layout, check_routes, check_state
+from pyg_routing.envs.deconstruction._state_checks import (
+    check_layout,
+    check_route_depots,
+    check_routes,
+    check_state,
+)
 from pyg_routing.envs.deconstruction.compile_notice import announce_compilation
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
 from pyg_routing.errors import InvalidSolutionError
@@ -42,6 +47,8 @@ class ToursState:
         load: ``float64 [S, N]`` total demand.
         length: ``float64 [S, N]`` depot -> ... -> depot distance, summed from the depot.
         prize: ``float64 [S, N]`` collected prize (PCVRP; 0 otherwise).
+        depot: ``int32 [S, N]`` the depot number ``0..K-1`` of each tour slot (0 if free):
+            the tour leaves from and returns to it (:mod:`.depots`).
         cost: ``float64 [S]`` Σ_t (length - prize), summed over the tours ordered by
             their first customer. This is the library's PCVRP objective (distance minus
             collected prizes, equal to :meth:`RoutingData.cost`); NDS reports distance
@@ -58,6 +65,7 @@ class ToursState:
     load: np.ndarray
     length: np.ndarray
     prize: np.ndarray
+    depot: np.ndarray
     cost: np.ndarray
 
     # ------------------------------------------------------------------ shape
@@ -80,12 +88,14 @@ class ToursState:
                    succ=np.zeros((s, n + 1), np.int32), pred=np.zeros((s, n + 1), np.int32),
                    tour=tour, first=np.zeros((s, n), np.int32), last=np.zeros((s, n), np.int32),
                    size=np.zeros((s, n), np.int32), load=np.zeros((s, n)),
-                   length=np.zeros((s, n)), prize=np.zeros((s, n)), cost=np.zeros(s))
+                   length=np.zeros((s, n)), prize=np.zeros((s, n)),
+                   depot=np.zeros((s, n), np.int32), cost=np.zeros(s))
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_routes(cls, arrays: ProblemArrays, routes_per_slot: Sequence[Sequence[Sequence[int]]],
-                    inst: Sequence[int] | np.ndarray) -> ToursState:
+                    inst: Sequence[int] | np.ndarray,
+                    depots: Sequence[Sequence[int]] | None = None) -> ToursState:
         """A state holding the given solutions (route ``j`` of a slot goes to tour slot ``j``).
 
         Args:
@@ -94,6 +104,8 @@ class ToursState:
                 (depot omitted), e.g. ``[[[3, 1], [2, 4]], ...]``. PCVRP may leave
                 customers out; the other problems must visit every customer once.
             inst: ``[S]`` instance row of each slot.
+            depots: per slot, each route's depot number ``0..K-1`` (``None``: depot 0,
+                which only single-depot arrays may leave implicit).
 
         Raises:
             InvalidSolutionError: a malformed solution (non-integer or out-of-range id,
@@ -110,6 +122,7 @@ class ToursState:
                 f"{inst_arr.shape}")
         state = cls.empty(len(routes_per_slot), n, inst_arr)
         check_routes(arrays, routes_per_slot, state.inst)
+        homes = check_route_depots(arrays, routes_per_slot, depots)
         for s, routes in enumerate(routes_per_slot):
             # Construction only (not per search iteration): one numpy fill per slot.
             seqs = [np.asarray(r, dtype=np.int64).reshape(-1) for r in routes]
@@ -128,6 +141,7 @@ class ToursState:
             state.first[s, : len(seqs)] = nodes[starts]
             state.last[s, : len(seqs)] = nodes[starts + lens - 1]
             state.size[s, : len(seqs)] = lens
+            state.depot[s, : len(seqs)] = homes[s]
         state.recompute_costs(arrays)
         state.check(arrays)
         return state
@@ -138,7 +152,7 @@ class ToursState:
         announce_compilation(recompute_kernel)
         recompute_kernel(arrays.dist, arrays.demand, arrays.prize, self.inst, self.succ,
                          self.pred, self.tour, self.first, self.size, self.load, self.length,
-                         self.prize, self.cost)
+                         self.prize, self.depot, self.cost)
 
     # ------------------------------------------------------------------ copies
     def clone(self) -> ToursState:
@@ -176,6 +190,15 @@ class ToursState:
                     v = succ[v]
                 routes.append(route)
             out.append(routes)
+        return out
+
+    def route_depots(self) -> list[list[int]]:
+        """Per slot, each route's depot number, in the order of :meth:`to_routes`."""
+        out = []
+        for s in range(len(self)):
+            heads = np.nonzero((self.tour[s] >= 0) & (self.pred[s] == 0))[0]
+            heads = heads[heads > 0]
+            out.append(self.depot[s, self.tour[s, heads]].tolist())
         return out
 
     def neighbours(self) -> torch.Tensor:

@@ -203,7 +203,7 @@ def test_open_vrptw_ignores_the_depot_closing_time():
 
 def test_env_and_arrays_checks_accept_the_new_costs():
     env = DeconstructionEnv(recreate_n=2)
-    assert set(env.variants) == {"euclidean", "explicit", "open"}
+    assert set(env.variants) == {"euclidean", "explicit", "open", "multi_depot"}
     inst = _instances("cvrp", "streets_open", seed=0, n=8)
     batch = env.reset(inst, augment=2, rng=0)
     env.warm_up(batch, SISRDestroy(), 2, 4, np.random.default_rng(0))

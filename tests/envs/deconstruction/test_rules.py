@@ -157,7 +157,7 @@ def test_vrptw_slack_test_equals_schedule_simulation():
                     n = tour[pos] if pos < len(tour) else 0
                     fast = tw_insertion_ok(dep[p] if p else t0, d[p, c], d[c, n], tw[c, 0],
                                            tw[c, 1], svc[c], la[n] if n else l0)
-                    slow = ri.on_time(tour[:pos] + [c] + tour[pos:])
+                    slow = ri.on_time([0, *tour[:pos], c, *tour[pos:]])   # headed by its depot
                     assert fast == slow, (s, tour, c, pos)
                     outcomes.append(fast)
     assert len(outcomes) > 2000 and 100 < sum(outcomes) < len(outcomes) - 100
