@@ -8,10 +8,9 @@ from numba import njit
 
 from pyg_routing.envs.deconstruction._core import (
     ASTAMP,
-    KWORK,
-    WDEPOT,
     BL,
     BP,
+    KWORK,
     NC,
     NLEFT,
     NOLD,
@@ -28,6 +27,7 @@ from pyg_routing.envs.deconstruction._core import (
     TOUCHED,
     WARC,
     WDEP,
+    WDEPOT,
     WHEAD,
     WL,
     WLA,
