@@ -3,7 +3,8 @@
 Every field is a dense float64 array over ``I`` instances with ``N + K`` nodes each in
 the kernel order of :mod:`.depots` (depot 0, customers ``1..N``, the other depots;
 ``N + 1`` nodes and node 0 the depot for one depot). Fields a problem does not have are
-zeros, so one compiled kernel serves CVRP, VRPTW and PCVRP and branches on :attr:`ProblemArrays.kind` at run time.
+zeros, so one compiled kernel serves CVRP, VRPTW and PCVRP and branches on
+:attr:`ProblemArrays.kind` at run time.
 
 The distance matrix is computed once per instance. The 8 dihedral augmentations of
 an instance have the same distances, so several solution slots of a

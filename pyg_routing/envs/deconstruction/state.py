@@ -5,7 +5,8 @@ Each solution slot ``s`` belongs to instance ``inst[s]`` of a
 slots per instance share one distance matrix); all slots have the same ``N``
 customers (ids ``1..N``; the depots in the kernel order of :mod:`.depots`). A solution
 is a set of tours, each a linked list of customers stored in a TOUR SLOT ``t`` in
-``0..N-1`` (at most ``N`` non-empty tours exist). Slot labels are arbitrary: no repair decision depends on them.
+``0..N-1`` (at most ``N`` non-empty tours exist). Slot labels are arbitrary: no repair
+decision depends on them.
 
 The arrays are numpy so the numba kernels update them in place; torch views come
 from ``torch.from_numpy`` (:meth:`ToursState.neighbours`, :meth:`ToursState.tour_labels`).
