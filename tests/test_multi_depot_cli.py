@@ -1,5 +1,6 @@
 """``--data.depots K`` on the command line: the datasets and probes take several depots;
-the backbones, which search one, refuse it in one line before anything is written."""
+DACT and NDS search several; N2S (pickup and delivery, one depot) refuses them in one
+line before anything is written."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from pyg_routing.cli import main
 def test_backbone_commands_refuse_several_depots_in_one_line(command, capsys, tmp_path,
                                                              monkeypatch):
     monkeypatch.chdir(tmp_path)
-    status = main([command, "--backbone", "nds", "--data.depots", "2"])
+    status = main([command, "--backbone", "n2s", "--data.depots", "2"])
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1, err
-    assert "--data.depots 2: the nds backbone searches instances with one depot" in err
+    assert "--data.depots 2: the n2s backbone searches instances with one depot" in err
     assert not any(tmp_path.iterdir())
 
 

@@ -42,6 +42,7 @@ from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.deconstruction._validate import as_generator
 from pyg_routing.envs.deconstruction.destroy import DestroyProvider, check_destroy
+from pyg_routing.envs.deconstruction.depots import data_solutions
 from pyg_routing.envs.deconstruction.problem import ProblemArrays, check_arrays_of
 from pyg_routing.envs.deconstruction.repair import apply_sets_sa
 from pyg_routing.envs.deconstruction.start import start_solutions
@@ -168,10 +169,11 @@ class DestroyRepairSearch:
                 callback(iterations, seconds, incumbent)
         winner = np.arange(b) * a + best.cost.reshape(b, a).argmin(1)
         final = best.take(winner)
-        return SearchResult(final.to_routes(), torch.from_numpy(final.cost.copy()),
+        routes, depots = data_solutions(final, arrays.num_depots)
+        return SearchResult(routes, torch.from_numpy(final.cost.copy()),
                             torch.from_numpy(start_cost), iterations,
                             time.perf_counter() - t0, start_seconds=start_seconds,
-                            accepted=accepted / max(applied, 1), trace=trace)
+                            accepted=accepted / max(applied, 1), trace=trace, depots=depots)
 
 
 def sync_slots(state: ToursState, augment: int, threshold: np.ndarray,

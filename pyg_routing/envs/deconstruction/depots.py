@@ -79,3 +79,11 @@ def cheapest_depots(dist: np.ndarray, num_depots: int) -> np.ndarray:
     out = np.argmin(trip, axis=1).astype(np.int32)
     out[:, 0] = 0
     return out
+
+
+def data_solutions(state, num_depots: int) -> tuple[list[list[list[int]]], list[list[int]] | None]:
+    """A :class:`~.state.ToursState`'s solutions in the instances' node ids: the routes
+    per slot (:meth:`~.state.ToursState.to_routes` order) and each route's depot number,
+    ``None`` for one depot (``RoutingData.from_routes(data, routes, depots)``)."""
+    routes = to_data_routes(state.to_routes(), num_depots)
+    return routes, None if num_depots == 1 else state.route_depots()

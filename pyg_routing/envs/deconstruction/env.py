@@ -37,6 +37,7 @@ from pyg_routing.envs.deconstruction._validate import (
     check_recreate_n,
     check_sets,
 )
+from pyg_routing.envs.deconstruction.depots import data_solutions
 from pyg_routing.envs.deconstruction.destroy import DestroyProvider, check_destroy
 from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
 from pyg_routing.envs.deconstruction.problem import NDS_VARIANTS, ProblemArrays
@@ -187,9 +188,15 @@ class DeconstructionEnv(RoutingEnv):
         return observe(batch.state, batch.features, dtype)
 
     def to_routes(self, batch: DeconstructionBatch) -> list[list[list[int]]]:
-        """The slots' current solutions as routes (NDS's training rounds move every
-        slot unconditionally, so there is no best-so-far to give)."""
-        return batch.state.to_routes()
+        """The slots' current solutions as routes in the instances' node ids (NDS's
+        training rounds move every slot unconditionally, so there is no best-so-far to
+        give)."""
+        return data_solutions(batch.state, batch.arrays.num_depots)[0]
+
+    def route_depots(self, batch: DeconstructionBatch) -> list[list[int]] | None:
+        """Each route's depot per slot, in the order of :meth:`to_routes`; ``None`` with
+        one depot."""
+        return data_solutions(batch.state, batch.arrays.num_depots)[1]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(recreate_n={self.recreate_n})"
