@@ -172,6 +172,10 @@ class NDSCVRPGenerator(_NDSGenerator):
 
     ``exact=True`` follows Kool et al.'s numpy stream, which NDS's test and
     validation files use (see the module docstring).
+
+    ``depots=K`` (beyond NDS, whose data has one depot): ``K`` depots, nodes
+    ``0 .. K-1``, each uniform in the unit square; the extra ones are drawn after
+    everything else, so ``K = 1`` keeps the random stream (as the paper generators).
     """
 
     problem = Problem.CVRP
@@ -179,9 +183,16 @@ class NDSCVRPGenerator(_NDSGenerator):
     def __init__(self, num_customers: int, seed: int | None = None,
                  capacity: float | None = None, exact: bool = False,
                  device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
-                 route_size: tuple[float, float] | None = None) -> None:
+                 route_size: tuple[float, float] | None = None, depots: int = 1) -> None:
         super().__init__(num_customers, seed, exact, device, dtype)
         n = self.num_customers
+        self.depots = count_option(depots, "depots")
+        if self.depots < 1:
+            raise InvalidInstanceError(f"depots must be >= 1, got {depots!r}")
+        if self.depots > 1 and self.exact:
+            raise InvalidInstanceError(f"depots={self.depots}: exact=True replays NDS's "
+                                       f"one-depot files; sample several depots with "
+                                       f"exact=False")
         #: Fixed capacity, or ``None`` when ``route_size`` sets it per instance.
         self.capacity: float | None = None
         self.route_size: tuple[float, float] | None = None
@@ -227,7 +238,16 @@ class NDSCVRPGenerator(_NDSGenerator):
                                                 dtype=torch.float64)
             total = demand.sum(1).double()
             cap = torch.maximum(demand.amax(1).double(), torch.ceil(r * total / n)).float()
-        return RoutingInstances(self.problem, pos, demand=demand, capacity=cap)
+        if self.depots > 1:                  # drawn last: K = 1 keeps its random stream
+            more = self._rand(b, self.depots - 1, 2).to(self.dtype)
+            pos = torch.cat([pos[:, :1], more, pos[:, 1:]], dim=1)
+            demand = torch.cat([demand[:, :1].expand(-1, self.depots), demand[:, 1:]], dim=1)
+        return RoutingInstances(self.problem, pos, demand=demand, capacity=cap,
+                                num_depots=self.depots)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.num_customers + self.depots
 
 
 class XCVRPGenerator(_NDSGenerator):

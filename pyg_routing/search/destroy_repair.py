@@ -41,8 +41,8 @@ import torch
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.deconstruction._validate import as_generator
-from pyg_routing.envs.deconstruction.destroy import DestroyProvider, check_destroy
 from pyg_routing.envs.deconstruction.depots import data_solutions
+from pyg_routing.envs.deconstruction.destroy import DestroyProvider, check_destroy
 from pyg_routing.envs.deconstruction.problem import ProblemArrays, check_arrays_of
 from pyg_routing.envs.deconstruction.repair import apply_sets_sa
 from pyg_routing.envs.deconstruction.start import start_solutions

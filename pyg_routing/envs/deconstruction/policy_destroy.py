@@ -26,6 +26,7 @@ import torch
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.data.type_checks import not_a_batch
+from pyg_routing.envs.deconstruction.depots import kernel_order
 from pyg_routing.envs.deconstruction.destroy import PerArraysCache, check_propose
 from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
 from pyg_routing.envs.deconstruction.problem import (
@@ -42,8 +43,14 @@ def _mismatch(features: NDSFeatures, arrays: ProblemArrays, rows: np.ndarray | N
               opened: np.ndarray) -> str | None:
     """Why ``arrays`` are not the instances of ``features`` (``None``: they are);
     ``rows``, ``opened``: the instances' :func:`depot_rows` and :func:`open_flags`."""
-    return arrays_mismatch(arrays, features.problem, features.pos[0],   # identity copy
-                           rows, opened)
+    k = features.num_depots
+    if arrays.num_depots != k:
+        return f"the arrays have {arrays.num_depots} depot(s), the instances {k}"
+    pos = features.pos[0]                                              # identity copy
+    if k > 1:              # arrays_mismatch reads the instances' order: undo the kernel's
+        inverse = np.argsort(kernel_order(k, pos.shape[1]))
+        pos = pos.index_select(1, torch.from_numpy(inverse).to(pos.device))
+    return arrays_mismatch(arrays, features.problem, pos, rows, opened)
 
 
 class PolicyDestroy:
@@ -79,9 +86,9 @@ class PolicyDestroy:
         if getattr(policy, "problem", prob) != prob:
             raise ValueError(f"the policy was built for {policy.problem!r}, the instances are "
                              f"{prob!r}")
-        if k > instances.num_nodes - 1:
-            raise ValueError(f"k = {k} is above the number of customers "
-                             f"{instances.num_nodes - 1}")
+        customers = instances.num_nodes - instances.num_depots
+        if k > customers:
+            raise ValueError(f"k = {k} is above the number of customers {customers}")
         self.policy = policy
         self.k = k
         self.temperature = temperature
@@ -114,8 +121,9 @@ class PolicyDestroy:
 
     def propose(self, state: ToursState, arrays: ProblemArrays, num_sets: int,
                 rng: np.random.Generator) -> np.ndarray:
-        """``int32 [S, num_sets, k]`` sets for the current solutions (ids 1..N, distinct
-        within a set, in pick order; no padding).
+        """``int32 [S, num_sets, k]`` sets for the current solutions (customer ids 1..N
+        of the kernel order, never a depot; distinct within a set, in pick order; no
+        padding).
 
         Raises:
             InvalidInstanceError: ``arrays`` are not the instances given at construction.

@@ -8,11 +8,13 @@ binary vectors (:func:`sample_z`). Step ``t`` of a rollout:
 
 1. ``h = GRU(e_last, h)``, with ``e_last`` the encoder embedding of the previous pick
    (step 0: the learned start token) and ``h`` starting at 0;
-2. glimpse: one multi-head attention of ``Wq_last(h)`` over ``Wk, Wv`` of all ``N + 1``
+2. glimpse: one multi-head attention of ``Wq_last(h)`` over ``Wk, Wv`` of all ``M = N + D``
    nodes, masked like the output, then ``multi_head_combine`` -> ``g``;
 3. PolyNet residual: ``c = g + poly_layer_2(ReLU(poly_layer_1([g, z])))``;
 4. logits ``10 tanh(c . e_j / sqrt(dim))`` against the RAW encoder outputs ``e_j``,
-   ``-inf`` on the depot and on the customers this rollout already picked;
+   ``-inf`` on every depot (row 0 and, with ``D`` depots, rows ``N+1..M-1``: the
+   kernel order of :mod:`pyg_routing.envs.deconstruction.depots`) and on the
+   customers this rollout already picked;
 5. softmax at temperature ``T`` (NDS: 1) and sampling (inverse CDF, the same law as
    NDS's ``multinomial`` at a twentieth of its CPU time).
 
@@ -107,11 +109,12 @@ class NDSDecoder(nn.Module):
 
     def forward(self, enc: Tensor, z: Tensor, start: Tensor, k: int = 15,
                 generator: torch.Generator | None = None, selected: Tensor | None = None,
-                temperature: float = 1.0) -> tuple[Tensor, Tensor]:
+                temperature: float = 1.0, num_depots: int = 1) -> tuple[Tensor, Tensor]:
         """Sample ``k`` removals per rollout, or score the given ones.
 
         Args:
-            enc: ``[B, M, dim]`` encoder outputs, depot first (``M = N + 1``).
+            enc: ``[B, M, dim]`` encoder outputs (``M = N + D``: depot 0, customers
+                ``1..N``, depots ``1..D-1``).
             z: ``[B, K, z_dim]`` latents, one per rollout.
             start: ``[dim]`` the first GRU input (NDS's ``start_last_node``).
             k: picks per rollout (NDS: 15), ``1 <= k <= N``.
@@ -119,13 +122,19 @@ class NDSDecoder(nn.Module):
             selected: ``[B, K, k]`` customer ids to SCORE instead of sampling (teacher
                 forcing; a repeated id scores ``-inf``).
             temperature: softmax temperature (NDS: 1).
+            num_depots: the number of depots ``D`` (NDS: 1); their rows are never
+                picked.
 
         Returns:
             ``selected [B, K, k]`` long customer ids (1..N) in pick order and
             ``log_prob [B, K]`` float32, the sum of the ``k`` steps' log-probabilities.
         """
         b, m, d = enc.shape
-        n = m - 1
+        if isinstance(num_depots, bool) or not isinstance(num_depots, int) \
+                or not 1 <= num_depots < m:
+            raise ValueError(f"num_depots must be an integer in 1..{m - 1} (M = {m} nodes), "
+                             f"got {num_depots!r}")
+        n = m - num_depots
         if z.dim() != 3 or z.shape[0] != b or z.shape[2] != self.z_dim:
             raise ValueError(f"z must be [B, K, {self.z_dim}] with B = {b}, got "
                              f"{tuple(z.shape)}")
@@ -147,9 +156,10 @@ class NDSDecoder(nn.Module):
         enc_t = enc.transpose(1, 2)                                  # [B, dim, M]
         z = z.to(enc.dtype)
         scale = 1.0 / math.sqrt(d)
-        # Additive mask [B, K, M]: the depot always, then every pick of the rollout.
+        # Additive mask [B, K, M]: the depots always, then every pick of the rollout.
         mask = torch.zeros(b, rollouts, m, device=enc.device)
         mask[:, :, 0] = float("-inf")
+        mask[:, :, n + 1:] = float("-inf")              # depots 1..D-1 (none for D = 1)
         last = start.to(enc.dtype).expand(b * rollouts, d)
         hidden = None
         picks, log_prob = [], torch.zeros(b, rollouts, device=enc.device)

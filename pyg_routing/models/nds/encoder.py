@@ -2,16 +2,18 @@
 any of the library's encodings as one argument ``pe``.
 
 NDS encodes an instance together with its CURRENT solution (``B`` solutions of ``N``
-customers, ``M = N + 1`` nodes, depot 0):
+customers and ``K`` depots, ``M = N + K`` nodes in the kernel order of
+:mod:`pyg_routing.envs.deconstruction.depots`: depot 0, customers ``1..N``, depots
+``1..K-1``; NDS has ``K = 1``):
 
-1. embed: the depot by ``embedding_depot`` (its coordinates), the customers by
+1. embed: every depot by ``embedding_depot`` (its coordinates), the customers by
    ``embedding_node`` (coordinates, demand / capacity, and the time window (VRPTW) or
    the prize (PCVRP));
 2. ``layers``: 2 Transformer layers over all ``M`` nodes (8 heads x 16, add + instance
    norm, feed-forward 128 -> 512 -> 128);
 3. ``tour_layer``: every customer reads the SUM of the embeddings of its tour;
-4. ``mp_layers``: every customer reads its predecessor and successor (the depot row may
-   be one of them); VRPTW projects the two with separate maps (direction matters),
+4. ``mp_layers``: every customer reads its predecessor and successor (its tour's depot
+   row may be one of them); VRPTW projects the two with separate maps (direction matters),
    CVRP and PCVRP with one shared map;
 5. ``layers_2``: 2 more Transformer layers.
 
@@ -147,8 +149,9 @@ class TourLayer(nn.Module):
     """Every customer reads the SUM of its tour's customer embeddings.
 
     ``tour [B, N]`` holds arbitrary tour labels in ``0..N-1`` (-1: unvisited, PCVRP).
-    Unvisited customers share a dummy tour whose sum is zero. The depot row is
-    returned unchanged; the norm runs over the customers only (as in NDS).
+    Unvisited customers share a dummy tour whose sum is zero. The depot rows (0 and
+    ``N+1..M-1``) are returned unchanged; the norm runs over the customers only (as
+    in NDS).
     """
 
     def __init__(self, dim: int = 128) -> None:
@@ -162,9 +165,10 @@ class TourLayer(nn.Module):
             mod.reset_parameters()
 
     def forward(self, h: Tensor, tour: Tensor) -> Tensor:
-        b, m, d = h.shape
-        n = m - 1
-        cust = h[:, 1:]
+        """``h [B, M, dim]``, ``tour [B, N]`` -> ``[B, M, dim]``."""
+        b, _, d = h.shape
+        n = tour.shape[1]
+        cust = h[:, 1:n + 1]
         # Label N is the dummy tour of the unvisited; its row is dropped after the
         # scatter, so it is zero whatever was added to it.
         label = torch.where(tour < 0, n, tour).long()
@@ -173,16 +177,18 @@ class TourLayer(nn.Module):
         sums = torch.cat([sums[:, :n], sums.new_zeros(b, 1, d)], dim=1)
         mixed = F.relu(self.tour_combiner(torch.cat([cust, sums.gather(1, idx)], dim=-1)))
         cust = self.add_and_normalize(cust, self.feedforward_layer(mixed))
-        return torch.cat([h[:, :1], cust], dim=1)
+        return torch.cat([h[:, :1], cust, h[:, n + 1:]], dim=1)
 
 
 class MessagePassingLayer(nn.Module):
-    """Every customer reads its predecessor and successor in the solution (0: the
-    depot, also for singleton tours and unvisited customers).
+    """Every customer reads its predecessor and successor in the solution (a depot
+    row where the tour leaves from or returns to its depot, also for singleton tours;
+    0 for unvisited customers).
 
     ``directed=True`` (NDS's VRPTW): ``left_neighbour_projector`` for the predecessor and
     ``right_neighbour_projector`` for the successor; ``False`` (CVRP, PCVRP): one shared
-    bias-free ``neighbour_projector``. The depot row is returned unchanged.
+    bias-free ``neighbour_projector``. The depot rows (0 and ``N+1..M-1``) are returned
+    unchanged.
     """
 
     def __init__(self, dim: int = 128, directed: bool = False) -> None:
@@ -202,17 +208,19 @@ class MessagePassingLayer(nn.Module):
             mod.reset_parameters()
 
     def forward(self, h: Tensor, pred: Tensor, succ: Tensor) -> Tensor:
-        b, m, d = h.shape
-        left = h.gather(1, pred.long().unsqueeze(-1).expand(b, m - 1, d))
-        right = h.gather(1, succ.long().unsqueeze(-1).expand(b, m - 1, d))
+        """``h [B, M, dim]``, ``pred, succ [B, N]`` rows of ``h`` -> ``[B, M, dim]``."""
+        b, _, d = h.shape
+        n = pred.shape[1]
+        left = h.gather(1, pred.long().unsqueeze(-1).expand(b, n, d))
+        right = h.gather(1, succ.long().unsqueeze(-1).expand(b, n, d))
         if self.directed:
             msg = self.left_neighbour_projector(left) + self.right_neighbour_projector(right)
         else:
             msg = self.neighbour_projector(left) + self.neighbour_projector(right)
-        cust = h[:, 1:]
+        cust = h[:, 1:n + 1]
         mixed = F.relu(self.neighbour_combiner(torch.cat([cust, msg], dim=-1)))
         cust = self.add_and_normalize(cust, self.feedforward_layer(mixed))
-        return torch.cat([h[:, :1], cust], dim=1)
+        return torch.cat([h[:, :1], cust, h[:, n + 1:]], dim=1)
 
 
 class NDSEncoder(nn.Module):
@@ -233,11 +241,12 @@ class NDSEncoder(nn.Module):
         num_bands: XPE bands. max_route_len: APE table size.
         pe_kwargs: extra arguments of the encoding's transform or module.
 
-    Shapes (``M = N + 1`` nodes, depot first):
-        ``x [B, M, F]`` (the depot row's first two columns are its coordinates, the
-        rest of that row is ignored), ``pred, succ, tour [B, N]``, ``pe [B, M, w]``
-        (node codes but APE), ``route_pos [B, M]`` (APE, bias, RoPE), ``route_id
-        [B, M]`` (SPD) -> ``[B, M, dim]``.
+    Shapes (``M = N + K`` nodes: depot 0, customers ``1..N``, depots ``1..K-1``):
+        ``x [B, M, F]`` (a depot row's first two columns are its coordinates, the
+        rest of that row is ignored), ``pred, succ [B, N]`` (rows of ``x``: customers
+        or their tour's depot), ``tour [B, N]``, ``pe [B, M, w]`` (node codes but
+        APE), ``route_pos [B, M]`` (APE, bias, RoPE), ``route_id [B, M]`` (SPD) ->
+        ``[B, M, dim]``.
     """
 
     def __init__(self, in_features: int = 3, directed: bool = False, dim: int = 128,
@@ -282,25 +291,34 @@ class NDSEncoder(nn.Module):
 
     def forward_observation(self, obs: Any) -> Tensor:
         """:meth:`forward` on an observation of the deconstruction search (``x, pred,
-        succ, tour, route_pos, route_id`` and the route quantities or node code)."""
+        succ, tour, route_pos, route_id``, ``num_depots`` (default 1) and the route
+        quantities or node code)."""
         dtype = self.embedding_node.weight.dtype
         return self(obs.x.to(dtype), obs.pred, obs.succ, obs.tour,
                     self.positional.observed_code(obs, dtype), getattr(obs, "route_pos", None),
-                    getattr(obs, "route_id", None), getattr(obs, "open_routes", None))
+                    getattr(obs, "route_id", None), getattr(obs, "open_routes", None),
+                    num_depots=getattr(obs, "num_depots", 1))
 
     def forward(self, x: Tensor, pred: Tensor, succ: Tensor, tour: Tensor,
                 pe: Tensor | None = None, route_pos: Tensor | None = None,
                 route_id: Tensor | None = None,
-                open_routes: Tensor | None = None) -> Tensor:
+                open_routes: Tensor | None = None, *, num_depots: int = 1) -> Tensor:
         """Node embeddings ``[B, M, dim]`` of ``B`` solutions (see the class docstring;
-        ``open_routes [B]``: solutions whose routes are open, for SPD)."""
+        ``open_routes [B]``: solutions whose routes are open, for SPD; ``num_depots``:
+        ``K``, the depot rows 0 and ``N+1..M-1``)."""
         b, m, f = x.shape
         if f != self.in_features:
             raise ValueError(f"NDSEncoder(in_features={self.in_features}) got node features "
                              f"of width {f}")
+        if isinstance(num_depots, bool) or not isinstance(num_depots, int) \
+                or not 1 <= num_depots < m:
+            raise ValueError(f"num_depots must be an integer in 1..{m - 1} (M = {m} nodes), "
+                             f"got {num_depots!r}")
+        n = m - num_depots
         for name, t in (("pred", pred), ("succ", succ), ("tour", tour)):
-            if t.shape != (b, m - 1):
-                raise ValueError(f"{name} must be [B, N] = {(b, m - 1)}, got {tuple(t.shape)}")
+            if t.shape != (b, n):
+                raise ValueError(f"{name} must be [B, N] = {(b, n)} (N = M - K, K = "
+                                 f"{num_depots} depots), got {tuple(t.shape)}")
         if self.positional.reads_positions and route_pos is None:
             raise ValueError(f"encoding {self.pe!r} needs route_pos [B, M]")
         # The search's slots (no gradient) in slices (functional/chunks.py): the
@@ -313,15 +331,18 @@ class NDSEncoder(nn.Module):
                                                chunk_budget(x.device)))
         if b > per_chunk + 1 and not needs_grad(self, x, pe):
             return torch.cat([self(*(None if t is None else t[sl] for t in (
-                x, pred, succ, tour, pe, route_pos, route_id, open_routes)))
-                for sl in batch_slices(b, per_chunk, min_size=2)])
+                x, pred, succ, tour, pe, route_pos, route_id, open_routes)),
+                num_depots=num_depots) for sl in batch_slices(b, per_chunk, min_size=2)])
         code = self.positional.node_code(pe, route_pos, type(self).__name__)
-        depot, cust = x[:, :1, :2], x[:, 1:]
+        # depot 0, the customers, depots 1..K-1 (empty for K = 1: NDS's rows and ops)
+        depot, cust, others = x[:, :1, :2], x[:, 1:n + 1], x[:, n + 1:, :2]
         if code is not None:
             code = code.to(x.dtype)
             depot = torch.cat([depot, code[:, :1]], dim=-1)
-            cust = torch.cat([cust, code[:, 1:]], dim=-1)
-        h = torch.cat([self.embedding_depot(depot), self.embedding_node(cust)], dim=1)
+            cust = torch.cat([cust, code[:, 1:n + 1]], dim=-1)
+            others = torch.cat([others, code[:, n + 1:]], dim=-1)
+        h = torch.cat([self.embedding_depot(depot), self.embedding_node(cust),
+                       self.embedding_depot(others)], dim=1)
         bias = None
         if self.positional.bias is not None:
             if route_id is None and self.positional.bias.needs_route_id:

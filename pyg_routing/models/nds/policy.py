@@ -3,7 +3,8 @@
 
 The policy reads an observation of the deconstruction search by duck typing (the
 fields of :class:`pyg_routing.envs.deconstruction.NDSObservation`: ``x [S, M, F]``,
-``pred, succ, tour [S, N]``, ``route_pos, route_id [S, M]`` and the route
+``pred, succ, tour [S, N]``, ``route_pos, route_id [S, M]``, ``num_depots`` (default
+1: the encoder embeds and the decoder masks every depot row) and the route
 quantities its encoding reads); its input width is the environment's
 (``DeconstructionEnv.feature_width``). One forward is one NDS
 iteration's network work: one encoder pass per solution, then ``K`` rollouts of ``k``
@@ -131,15 +132,16 @@ class NDSPolicy(RoutingPolicy):
             rollout to score it again).
         """
         return self.decode(self.embed(obs), num_rollouts, k, generator, selected, z,
-                           temperature)
+                           temperature, num_depots=getattr(obs, "num_depots", 1))
 
     def decode(self, h: Tensor, num_rollouts: int, k: int = 15,
                generator: torch.Generator | None = None, selected: Tensor | None = None,
-               z: Tensor | None = None, temperature: float = 1.0
+               z: Tensor | None = None, temperature: float = 1.0, num_depots: int = 1
                ) -> tuple[Tensor, Tensor, Tensor]:
         """:meth:`forward` from the encoder outputs ``h [S, M, dim]`` (:meth:`embed`):
         e.g. one encoder pass shared by sampling without gradient and scoring the
-        chosen rollouts with it."""
+        chosen rollouts with it. ``num_depots``: the observation's number of depots
+        (its depot rows 0 and ``N+1..M-1`` are never picked)."""
         s = h.shape[0]
         if z is None:
             if selected is not None:
@@ -151,7 +153,7 @@ class NDSPolicy(RoutingPolicy):
                              f"{tuple(z.shape)}")
         sel, log_prob = self.decoder(h, z.to(h.device), self.start_last_node, k,
                                      generator=generator, selected=selected,
-                                     temperature=temperature)
+                                     temperature=temperature, num_depots=num_depots)
         return sel, log_prob, z
 
     def __repr__(self) -> str:

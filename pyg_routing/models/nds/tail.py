@@ -2,7 +2,7 @@
 cache-sized slices of rows, in place.
 
 A decoder step ends with the pick of one customer per rollout from the compatibilities
-``s [R, M]`` (``R = B K`` rollouts, ``M = N + 1`` nodes): the logits
+``s [R, M]`` (``R = B K`` rollouts, ``M`` nodes: customers and depots): the logits
 ``l = (C tanh(s / sqrt(d)) + mask) / T``, their softmax and the inverse-CDF draw of
 :func:`~pyg_routing.models.sampling.sample_categorical` with one uniform ``u`` per row.
 The training path writes that as ``log_softmax`` and ``exp`` over the whole
