@@ -56,6 +56,25 @@ def test_cvrp_uniform_data(exact):
     a.check()
 
 
+def test_cvrp_several_depots_are_drawn_last():
+    one = NDSCVRPGenerator(50, seed=3, depots=1).sample(4)
+    assert torch.equal(one.pos, NDSCVRPGenerator(50, seed=3).sample(4).pos)
+    three = NDSCVRPGenerator(50, seed=3, depots=3).sample(4)
+    assert three.num_depots == 3 and three.pos.shape == (4, 53, 2)
+    # depot 0 and the customers are the one-depot instance's; the extra depots follow it
+    assert torch.equal(three.pos[:, :1], one.pos[:, :1])
+    assert torch.equal(three.pos[:, 3:], one.pos[:, 1:])
+    assert torch.equal(three.demand[:, 3:], one.demand[:, 1:])
+    assert (three.demand[:, :3] == 0).all() and (three.capacity == 40).all()
+    three.check()
+    assert NDSCVRPGenerator(50, seed=0, depots=2).num_nodes == 52
+    with pytest.raises(InvalidInstanceError, match="exact=True replays NDS's one-depot "
+                                                   "files"):
+        NDSCVRPGenerator(50, seed=0, depots=2, exact=True)
+    with pytest.raises(InvalidInstanceError, match="depots must be >= 1, got 0"):
+        NDSCVRPGenerator(50, seed=0, depots=0)
+
+
 def test_cvrp_exact_follows_kool_numpy_stream():
     # Kool et al.'s seed-1234 stream starts with the depot (0.19151945, 0.62210877)
     # - the first instance of NDS's vrp500_test_luo.pkl and vrp1000_test_seed1234.pkl.
