@@ -26,6 +26,10 @@ pure-Python reference :mod:`.repair_reference`:
   Δ = Σ (length - prize) of the candidate tours in candidate order - Σ of the
   touched tours in order (each tour's values summed from the depot); the lowest Δ
   wins, the earliest on ties.
+* **Several depots** (:mod:`.depots`): a tour's arcs out of and back into "the depot"
+  are its own depot's; a new tour opens at the depot with the cheapest out-and-back
+  trip among those with a vehicle to spare; an attempt needing a vehicle no depot has
+  has ``Δ = +inf`` (never accepted, never committed).
 * **SA** (:func:`apply_sets_sa`): the R sets of a slot are applied one after the
   other to the evolving solution; accept iff ``Δ < -T ln u`` (``Δ < 0`` at T = 0).
 
