@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import HealthCheck
 
 from pyg_routing.data import RoutingData
 from pyg_routing.data.generators import make_generator
@@ -10,6 +11,14 @@ from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.envs.deconstruction import ProblemArrays, ToursState
 
 PROBLEMS = ("cvrp", "vrptw", "pcvrp")
+#: two solution slots per instance, as augmentations
+TWO_SLOTS = np.array([0, 0, 1, 1], np.int32)
+
+
+def hypothesis_settings(max_examples: int) -> dict:
+    """Hypothesis settings of the kernel tests: no deadline (numba compiles on first use)."""
+    return dict(max_examples=max_examples, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def make_instances(problem: str, n: int, seed: int, b: int = 2

@@ -3,7 +3,7 @@ and costs on random CVRP / VRPTW / PCVRP cases, and every result a valid solutio
 
 import numba
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyg_routing.envs.deconstruction import (
@@ -17,15 +17,16 @@ from pyg_routing.envs.deconstruction import (
 from pyg_routing.envs.deconstruction import repair_reference as ref
 from tests.envs.deconstruction.common import (
     PROBLEMS,
+    TWO_SLOTS,
     assert_same,
     assert_valid,
+    hypothesis_settings,
     make_instances,
     random_sets,
 )
 
-SETTINGS = dict(max_examples=25, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-INST = np.array([0, 0, 1, 1], np.int32)          # two slots per instance, as augmentations
+SETTINGS = hypothesis_settings(25)
+INST = TWO_SLOTS
 
 
 def _start(problem: str, n: int, seed: int, rounds: int = 8):

@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyg_routing.data import RoutingData, make_generator, read_cordeau
@@ -37,11 +37,10 @@ from pyg_routing.envs.deconstruction.depots import (
 )
 from pyg_routing.errors import InfeasibleSolutionError, InvalidSolutionError
 from pyg_routing.search import DestroyRepairSearch, MaxIterations
-from tests.envs.deconstruction.common import random_sets
+from tests.envs.deconstruction.common import TWO_SLOTS, hypothesis_settings, random_sets
 
-SETTINGS = dict(max_examples=20, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-INST = np.array([0, 0, 1, 1], np.int32)
+SETTINGS = hypothesis_settings(20)
+INST = TWO_SLOTS
 
 
 def _instances(n: int, k: int, seed: int, b: int = 2, slack: int | None = None
