@@ -214,7 +214,7 @@ class DataOptions(Section):
     """cvrp, vrptw: open routes (vehicles end at their last customer)"""
     depots: int = bound(1, low=1)
     """cvrp: depots per instance (nodes 0..K-1, each uniform like App. F's depot); the
-    datasets, references, probes and dact take several, n2s and nds search one"""
+    datasets, references, probes, dact and nds (cvrp) take several, n2s searches one"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
