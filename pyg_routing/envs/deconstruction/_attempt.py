@@ -160,7 +160,7 @@ def _attempt(kind, w, a, dist, dist_in, dem, cap_tol, pz, tw, svc, t0, succ, fir
     Σ (length - prize) of the tours they replace (touched, then taken) in order;
     ``+inf`` when a new tour found no depot with a vehicle to spare (:mod:`.depots`).
     """
-    _reset_work(kind, w, cu, cf, tu, ku, kf, cnt, kc)
+    _reset_work(kind, w, cu, cf, tu, ku, kf, cnt, kc, limited)
     n = succ.shape[0] - 1
     num_depots = fleet.shape[0]
     over = False

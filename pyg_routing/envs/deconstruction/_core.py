@@ -123,22 +123,21 @@ def _scan(kind, dc_col, dc_row, pc, ec, lc, sc, t0, l0, head, nxt, arc, ret, dep
     """
     bp = -1
     p = 0
-    pi = dn                              # p's node in the costs: the depot, then p
     n = head
     while True:
+        # p = 0 / n = 0 is the tour's depot: its row/column ``dn`` of the costs
         a = arc[n] if n != 0 else ret
-        cost = (dc_col[pi] + dc_row[n if n != 0 else dn]) - a
+        cost = (dc_col[p if p != 0 else dn] + dc_row[n if n != 0 else dn]) - a
         if kind == PCVRP:
             cost = cost - pc
         if cost < best and (kind != VRPTW or tw_insertion_ok(
-                t0 if p == 0 else dep[p], dc_col[p], dc_row[n], ec, lc, sc,
-                l0 if n == 0 else la[n])):
+                t0 if p == 0 else dep[p], dc_col[p if p != 0 else dn],
+                dc_row[n if n != 0 else dn], ec, lc, sc, l0 if n == 0 else la[n])):
             best = cost
             bp = p
         if n == 0:
             break
         p = n
-        pi = n
         n = nxt[n]
     return best, bp
 
@@ -277,10 +276,12 @@ def remove_set(kind, dist, dem, pz, tw, svc, t0, succ, pred, tour, first, last, 
 
 
 @njit(cache=True)
-def _reset_work(kind, w, cu, cf, tu, ku, kf, cnt, kc):
-    """Copy the base tours into work buffer ``w`` (candidates 0..nb-1) and the fleet
-    counts after the removal into the attempt's."""
-    kc[KWORK, :] = kc[KBASE, :]
+def _reset_work(kind, w, cu, cf, tu, ku, kf, cnt, kc, limited):
+    """Copy the base tours into work buffer ``w`` (candidates 0..nb-1) and, with a
+    ``limited`` fleet, the tours per depot after the removal into the attempt's."""
+    if limited:
+        for d in range(kc.shape[1]):
+            kc[KWORK, d] = kc[KBASE, d]
     nb = cnt[NB]
     for i in range(nb):
         off = ku[BOFF, i]
