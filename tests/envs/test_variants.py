@@ -46,13 +46,14 @@ def test_undeclared_variants_are_refused_by_name():
     env.reset(streets)                      # the same layout without its matrix runs
 
 
-def test_several_depots_are_searched_by_dact_and_refused_by_nds():
+def test_several_depots_are_searched_by_dact_and_nds_and_refused_by_n2s():
     inst = _two_depots()
     inst.check()
     assert inst.travel.variants == ("euclidean", "multi_depot")
     assert backbones.get("dact").make_env().reset(inst).copy_depot is not None
-    with pytest.raises(UnsupportedProblemError, match="these instances have several depots"):
-        _reset("nds", backbones.get("nds").make_env(), inst)
+    batch = _reset("nds", backbones.get("nds").make_env(), inst)
+    assert batch.arrays.num_depots == 2 and set(batch.state.depot.ravel()) <= {0, 1}
+    assert "multi_depot" not in backbones.get("n2s").make_env().variants
     with pytest.raises(UnsupportedProblemError, match="these instances have several depots"):
         EuclideanOnly().reset(inst)
 
