@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pyg_routing.data import RoutingInstances, make_generator
+from pyg_routing.data import RoutingData, RoutingInstances, make_generator
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.base import RoutingEnv, UnsupportedProblemError
 from pyg_routing.envs.two_opt.env import TwoOptEnv
@@ -51,8 +51,13 @@ def test_several_depots_are_searched_by_dact_and_nds_and_refused_by_n2s():
     inst.check()
     assert inst.travel.variants == ("euclidean", "multi_depot")
     assert backbones.get("dact").make_env().reset(inst).copy_depot is not None
-    batch = _reset("nds", backbones.get("nds").make_env(), inst)
+    env = backbones.get("nds").make_env()
+    batch = _reset("nds", env, inst)
     assert batch.arrays.num_depots == 2 and set(batch.state.depot.ravel()) <= {0, 1}
+    for b, (routes, depots) in enumerate(zip(env.to_routes(batch), env.route_depots(batch))):
+        data = RoutingData.from_routes(inst[b], routes, depots=depots)   # instance's ids
+        data.check()
+        assert float(data.cost()) == pytest.approx(batch.state.cost[b], rel=1e-6)
     assert "multi_depot" not in backbones.get("n2s").make_env().variants
     with pytest.raises(UnsupportedProblemError, match="these instances have several depots"):
         EuclideanOnly().reset(inst)

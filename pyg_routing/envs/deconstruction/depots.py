@@ -67,16 +67,22 @@ def to_kernel_routes(routes: Sequence[Sequence[Sequence[int]]], num_depots: int
     return [[[int(c) - shift for c in r] for r in slot] for slot in routes]
 
 
-def cheapest_depots(dist: np.ndarray, num_depots: int) -> np.ndarray:
-    """``int32 [I, N+1]``: per instance and customer (kernel ids) the depot number with
-    the cheapest out-and-back trip ``d(D, c) + d(c, D)``, lowest on ties (index 0: 0).
-    With unlimited fleets it is where a customer's new tour opens; the singleton start
-    places every customer there."""
+def depot_trips(dist: np.ndarray, num_depots: int) -> np.ndarray:
+    """``float64 [I, K, N+1]``: the out-and-back trip ``d(D, c) + d(c, D)`` from each depot
+    number to each node (kernel ids; index 0 is depot 0 itself), in the kernels' order of
+    the sum."""
     n = dist.shape[1] - num_depots
     nodes = depot_node(np.arange(num_depots), n)
-    trip = dist[:, nodes, : n + 1] + dist[:, : n + 1, nodes].transpose(0, 2, 1)  # [I, K, N+1]
-    # the kernels compare in this expression's order, first strict minimum wins
-    out = np.argmin(trip, axis=1).astype(np.int32)
+    return dist[:, nodes, : n + 1] + dist[:, : n + 1, nodes].transpose(0, 2, 1)
+
+
+def cheapest_depots(dist: np.ndarray, num_depots: int) -> np.ndarray:
+    """``int32 [I, N+1]``: per instance and customer (kernel ids) the depot number with
+    the cheapest out-and-back trip (:func:`depot_trips`), lowest on ties (index 0: 0).
+    With unlimited fleets it is where a customer's new tour opens; the singleton start
+    places every customer there."""
+    # the kernels compare the same sums, the first strict minimum wins
+    out = np.argmin(depot_trips(dist, num_depots), axis=1).astype(np.int32)
     out[:, 0] = 0
     return out
 

@@ -37,7 +37,7 @@ from pyg_routing.envs.deconstruction._validate import (
     check_recreate_n,
     check_sets,
 )
-from pyg_routing.envs.deconstruction.depots import data_solutions
+from pyg_routing.envs.deconstruction.depots import to_data_routes
 from pyg_routing.envs.deconstruction.destroy import DestroyProvider, check_destroy
 from pyg_routing.envs.deconstruction.observation import NDSFeatures, NDSObservation, observe
 from pyg_routing.envs.deconstruction.problem import NDS_VARIANTS, ProblemArrays
@@ -191,12 +191,12 @@ class DeconstructionEnv(RoutingEnv):
         """The slots' current solutions as routes in the instances' node ids (NDS's
         training rounds move every slot unconditionally, so there is no best-so-far to
         give)."""
-        return data_solutions(batch.state, batch.arrays.num_depots)[0]
+        return to_data_routes(batch.state.to_routes(), batch.arrays.num_depots)
 
     def route_depots(self, batch: DeconstructionBatch) -> list[list[int]] | None:
         """Each route's depot per slot, in the order of :meth:`to_routes`; ``None`` with
         one depot."""
-        return data_solutions(batch.state, batch.arrays.num_depots)[1]
+        return None if batch.arrays.num_depots == 1 else batch.state.route_depots()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(recreate_n={self.recreate_n})"

@@ -40,7 +40,7 @@ from pyg_routing.envs.deconstruction._validate import (
     check_sets,
     check_uniforms,
 )
-from pyg_routing.envs.deconstruction.depots import cheapest_depots, depot_node
+from pyg_routing.envs.deconstruction.depots import cheapest_depots, depot_trips
 from pyg_routing.envs.deconstruction.problem import ProblemArrays
 from pyg_routing.envs.deconstruction.repair import run_kernel, uniforms_per_set
 from pyg_routing.envs.deconstruction.state import ToursState
@@ -154,10 +154,8 @@ def singletons(arrays: ProblemArrays, inst: np.ndarray) -> ToursState:
 def construction_order(arrays: ProblemArrays) -> np.ndarray:
     """``int32 [I, N]``: customers farthest first by their cheapest out-and-back trip
     ``d(D, c) + d(c, D)``, ties by id (the limited-fleet construction's order)."""
-    n, k = arrays.num_customers, arrays.num_depots
-    nodes = depot_node(np.arange(k), n)
-    trip = arrays.dist[:, nodes, 1:n + 1] + arrays.dist[:, 1:n + 1, nodes].transpose(0, 2, 1)
-    return (np.argsort(-trip.min(axis=1), axis=1, kind="stable") + 1).astype(np.int32)
+    trip = depot_trips(arrays.dist, arrays.num_depots)[:, :, 1:].min(axis=1)     # [I, N]
+    return (np.argsort(-trip, axis=1, kind="stable") + 1).astype(np.int32)
 
 
 def construction(arrays: ProblemArrays, inst: np.ndarray) -> ToursState:
