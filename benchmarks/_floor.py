@@ -18,10 +18,16 @@ process CPU time on ONE torch thread (:func:`pyg_routing.threads.apply_threads` 
 jobs a descheduled process does not accrue CPU time, where its wall time would grow.
 Wall time is printed beside it. Page faults are the process's minor faults
 (``ru_minflt``) during the unit: fresh pages the kernel had to map and zero.
+
+On CUDA (``--device cuda``, :func:`use_device`) the floor's tensors live on the GPU,
+in half precision under ``--precision bf16|16`` (the products autocast would run),
+and the main figure is the wall time from a synchronized start to a synchronized end:
+process CPU time says nothing of the GPU's work.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import resource
 import statistics
@@ -36,6 +42,56 @@ from pyg_routing.threads import THREADS_ENV, apply_threads
 
 Op = Callable[[], object]
 
+#: Where the floor's tensors live and their dtype (:func:`use_device`).
+_DEVICE = torch.device("cpu")
+_DTYPE = torch.float32
+#: ``--precision`` -> the autocast dtype (``None``: full precision).
+PRECISIONS = {"32": None, "bf16": torch.bfloat16, "16": torch.float16}
+
+
+def use_device(device: str, precision: str = "32") -> torch.device:
+    """Put the floor on ``device``, in the half precision ``precision`` names (products
+    under autocast run in it; on the CPU only ``"32"``). Returns the device."""
+    global _DEVICE, _DTYPE
+    _DEVICE = torch.device(device)
+    if _DEVICE.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"--device {device}: no CUDA device is available here")
+    if precision not in PRECISIONS:
+        raise SystemExit(f"--precision {precision}: expected one of {', '.join(PRECISIONS)}")
+    if precision != "32" and _DEVICE.type != "cuda":
+        raise SystemExit(f"--precision {precision}: half precision is timed on CUDA only")
+    _DTYPE = PRECISIONS[precision] or torch.float32
+    return _DEVICE
+
+
+def add_device_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--device`` and ``--precision``, the same in every floor benchmark."""
+    parser.add_argument("--device", default="cpu",
+                        help="cpu or cuda (CUDA rows are synchronized wall time)")
+    parser.add_argument("--precision", default="32", choices=list(PRECISIONS),
+                        help="on CUDA: ours under torch.autocast in bf16 or 16, the floor in it")
+
+
+def under_precision(fn: Op, precision: str) -> Op:
+    """``fn`` under ``torch.autocast`` in ``precision``'s dtype (unchanged for ``"32"``)."""
+    dtype = PRECISIONS[precision]
+    if dtype is None:
+        return fn
+
+    def run() -> object:
+        with torch.autocast(_DEVICE.type, dtype=dtype):
+            return fn()
+    return run
+
+
+def floor_tensor(*shape: int) -> torch.Tensor:
+    """A random tensor of ``shape`` on the floor's device, in its dtype."""
+    return torch.randn(*shape, device=_DEVICE, dtype=_DTYPE)
+
+
+def _empty(*shape: int) -> torch.Tensor:
+    return torch.empty(*shape, device=_DEVICE, dtype=_DTYPE)
+
 
 def one_thread() -> int:
     """Torch on one thread unless ``PYG_ROUTING_THREADS`` says otherwise."""
@@ -46,15 +102,17 @@ def one_thread() -> int:
 def machine_line() -> str:
     """Cores, torch threads, load average: the state the numbers were taken in."""
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    gpu = (f", {torch.cuda.get_device_name(_DEVICE)} ({str(_DTYPE).removeprefix('torch.')} "
+           f"floor)" if _DEVICE.type == "cuda" else "")
     return (f"{os.cpu_count()} cores, torch {torch.__version__} on "
-            f"{torch.get_num_threads()} thread(s), load average {load}")
+            f"{torch.get_num_threads()} thread(s), load average {load}{gpu}")
 
 
 # ------------------------------------------------------------------ floor ops
 def gemm(batch: int, rows: int, inner: int, cols: int) -> Op:
     """``[batch, rows, inner] @ [batch, inner, cols]`` into a reused output."""
-    a, w = torch.randn(batch, rows, inner), torch.randn(batch, inner, cols)
-    out = torch.empty(batch, rows, cols)
+    a, w = floor_tensor(batch, rows, inner), floor_tensor(batch, inner, cols)
+    out = _empty(batch, rows, cols)
     return lambda: torch.bmm(a, w, out=out)
 
 
@@ -78,27 +136,27 @@ def attention(batch: int, heads: int, length: int, head_dim: int, keys: int | No
     ``[length, head_dim]`` over ``keys`` keys (default ``length``), optionally with an
     additive ``[batch, 1, length, keys]`` mask."""
     keys = length if keys is None else keys
-    q = torch.randn(batch, heads, length, head_dim)
-    k, v = torch.randn(batch, heads, keys, head_dim), torch.randn(batch, heads, keys, head_dim)
-    bias = torch.zeros(batch, 1, length, keys) if mask else None
+    q = floor_tensor(batch, heads, length, head_dim)
+    k, v = floor_tensor(batch, heads, keys, head_dim), floor_tensor(batch, heads, keys, head_dim)
+    bias = _empty(batch, 1, length, keys).zero_() if mask else None
     return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
 
 
 def layer_norm(rows: int, width: int) -> Op:
     """``layer_norm`` over the last dim of ``[rows, width]``."""
-    x = torch.randn(rows, width)
+    x = floor_tensor(rows, width)
     return lambda: F.layer_norm(x, (width,))
 
 
 def instance_norm(batch: int, channels: int, length: int) -> Op:
     """``instance_norm`` of ``[batch, channels, length]`` (per instance and channel)."""
-    x = torch.randn(batch, channels, length)
+    x = floor_tensor(batch, channels, length)
     return lambda: F.instance_norm(x)
 
 
 def softmax(rows: int, cols: int) -> Op:
     """A softmax over ``cols`` for ``rows`` rows, into a reused output."""
-    x, out = torch.randn(rows, cols), torch.empty(rows, cols)
+    x, out = floor_tensor(rows, cols), _empty(rows, cols)
     return lambda: torch.softmax(x, -1, out=out)
 
 
@@ -111,7 +169,8 @@ def run_ops(ops: list[Op], times: int = 1) -> None:
 # ------------------------------------------------------------------ timing
 @dataclass
 class Sample:
-    """One timed call: CPU and wall seconds and minor page faults, per unit."""
+    """One timed call: CPU and wall seconds and minor page faults, per unit (on CUDA,
+    ``cpu`` is the synchronized wall time: the main figure, see the module's text)."""
 
     cpu: float
     wall: float
@@ -124,10 +183,16 @@ def _faults() -> int:
 
 def timed(fn: Op, units: int = 1) -> Sample:
     """``fn()`` once, per unit of work (``units``: how many units one call does)."""
+    cuda = _DEVICE.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(_DEVICE)
     f0, c0, w0 = _faults(), time.process_time(), time.perf_counter()
     fn()
-    return Sample((time.process_time() - c0) / units, (time.perf_counter() - w0) / units,
-                  (_faults() - f0) / units)
+    if cuda:
+        torch.cuda.synchronize(_DEVICE)
+    wall = (time.perf_counter() - w0) / units
+    cpu = wall if cuda else (time.process_time() - c0) / units
+    return Sample(cpu, wall, (_faults() - f0) / units)
 
 
 @dataclass
@@ -162,10 +227,11 @@ def interleaved(runners: dict[str, tuple[Op, int]], rounds: int,
 
 def print_table(title: str, rows: dict[str, Row], floor: str,
                 ours: list[str]) -> dict[str, float]:
-    """The rows with ``floor / row`` (CPU time) for every row of ``ours``; returns
-    those ratios by name."""
+    """The rows with ``floor / row`` (CPU time; on CUDA synchronized wall time) for
+    every row of ``ours``; returns those ratios by name."""
     print(f"\n{title}")
-    print(f"{'row':<34}{'CPU ms':>10}{'(min-max)':>16}{'wall ms':>10}{'faults':>10}"
+    main = "GPU ms" if _DEVICE.type == "cuda" else "CPU ms"
+    print(f"{'row':<34}{main:>10}{'(min-max)':>16}{'wall ms':>10}{'faults':>10}"
           f"{'floor/ours':>12}")
     base = rows[floor].cpu
     ratios = {}

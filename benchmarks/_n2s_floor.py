@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 
 import torch
-from _floor import Op, backward_shapes, gemms, run_ops
+from _floor import Op, backward_shapes, floor_tensor, gemms, run_ops
 
 from pyg_routing.models.n2s.synthesis_attention import instance_norm
 
@@ -75,14 +75,14 @@ def critic_gemms(b: int, m: int, dim: int, heads: int) -> list[Gemm]:
 def _softmax_ops(b: int, m: int, heads: int, layers: int) -> list[Op]:
     """The layers' attention softmaxes and the decoders' (removal, reinsertion)."""
     p = (m - 1) // 2
-    scores, removal = torch.randn(b, heads, m, m), torch.randn(b, p)
-    places = torch.randn(b, p * (2 * p - 1))
+    scores, removal = floor_tensor(b, heads, m, m), floor_tensor(b, p)
+    places = floor_tensor(b, p * (2 * p - 1))
     return [lambda: torch.softmax(scores, -1)] * layers + [
         lambda: torch.softmax(removal, -1), lambda: torch.softmax(places, -1)]
 
 
 def _norm_ops(b: int, m: int, dim: int, layers: int) -> list[Op]:
-    h = torch.randn(b, m, dim)
+    h = floor_tensor(b, m, dim)
     return [lambda: instance_norm(h)] * (2 * layers)
 
 

@@ -31,6 +31,7 @@ import argparse
 
 import torch
 from _floor import (
+    add_device_arguments,
     attention,
     backward_shapes,
     gemms,
@@ -41,6 +42,8 @@ from _floor import (
     print_table,
     run_ops,
     softmax,
+    under_precision,
+    use_device,
 )
 
 from pyg_routing.data.generators import make_generator
@@ -84,15 +87,17 @@ def main() -> None:
     parser.add_argument("--pe", default="ipexpe")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--train", action="store_true", help="add the PPO-update rows")
+    add_device_arguments(parser)
     args = parser.parse_args()
     one_thread()
+    device = use_device(args.device, args.precision)
     torch.manual_seed(0)
-    inst = make_generator(args.problem, args.customers, seed=0).sample(args.batch)
+    inst = make_generator(args.problem, args.customers, seed=0).sample(args.batch).to(device)
     env = TwoOptEnv()
     state = env.reset(inst, init="random", generator=torch.Generator().manual_seed(0))
     b, m = state.order.shape
-    policy = DACTPolicy.build(args.problem, pe=args.pe)
-    gen = torch.Generator().manual_seed(0)
+    policy = DACTPolicy.build(args.problem, pe=args.pe).to(device)
+    gen = torch.Generator(device=device).manual_seed(0)
     current = [state]
 
     def search_step() -> None:
@@ -110,6 +115,8 @@ def main() -> None:
 
     shapes, rest = floor_shapes(policy, b, m)
     forward = floor_ops(shapes, rest)
+    search_step = under_precision(search_step, args.precision)
+    policy_move = under_precision(policy_move, args.precision)
     runners = {"ours: search step": (search_step, 1), "ours: policy": (policy_move, 1),
                "floor": (lambda: run_ops(forward), 1)}
     ours = ["ours: search step", "ours: policy"]
@@ -132,7 +139,7 @@ def main() -> None:
         critic = [(1, b, 2 * d + 2, 64), (1, b, 64, 1)]
         backward = gemms(backward_shapes(shapes + critic + att))
         training = forward + gemms(critic) + backward
-        runners["ours: PPO update"] = (ppo_update, 1)
+        runners["ours: PPO update"] = (under_precision(ppo_update, args.precision), 1)
         runners["floor: PPO update"] = (lambda: run_ops(training), 1)
     print(machine_line())
     print(f"DACT {args.problem.upper()}-{args.customers}, batch {b}, M = {m} nodes "

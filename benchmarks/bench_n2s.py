@@ -22,7 +22,16 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _floor import interleaved, machine_line, one_thread, print_table, run_ops
+from _floor import (
+    add_device_arguments,
+    interleaved,
+    machine_line,
+    one_thread,
+    print_table,
+    run_ops,
+    under_precision,
+    use_device,
+)
 from _n2s_floor import N2SFloor
 
 from pyg_routing.data.generators import make_generator
@@ -37,16 +46,18 @@ def main() -> None:
     parser.add_argument("--pe", default="dact_cpe")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--train", action="store_true", help="add the PPO-update rows")
+    add_device_arguments(parser)
     args = parser.parse_args()
     one_thread()
+    device = use_device(args.device, args.precision)
     torch.manual_seed(0)
-    inst = make_generator("pdtsp", args.customers, seed=0).sample(args.batch)
+    inst = make_generator("pdtsp", args.customers, seed=0).sample(args.batch).to(device)
     env = PairReinsertionEnv()
     state = env.reset(inst, init="random", generator=torch.Generator().manual_seed(0))
     b, m = state.order.shape
-    policy = N2SPolicy.build("pdtsp", pe=args.pe)
+    policy = N2SPolicy.build("pdtsp", pe=args.pe).to(device)
     enc = policy.encoder
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator(device=device).manual_seed(0)
     current = [state]
 
     def search_step() -> None:
@@ -64,6 +75,8 @@ def main() -> None:
 
     floor = N2SFloor(b, m, enc.dim, enc.heads, len(enc.layers),
                      enc.layers[0].ff[0].out_features, max(enc.pe_width, 1))
+    search_step = under_precision(search_step, args.precision)
+    policy_move = under_precision(policy_move, args.precision)
     runners = {"ours: search step": (search_step, 1), "ours: policy": (policy_move, 1),
                "floor": (lambda: run_ops(floor.search), 1)}
     if args.train:
@@ -77,7 +90,7 @@ def main() -> None:
             _, log_prob, entropy, value = policy(prepared, action=actions, detach_critic=True)
             (log_prob.mean() + entropy.mean() + value.square().mean()).backward()
 
-        runners["ours: PPO update"] = (ppo_update, 1)
+        runners["ours: PPO update"] = (under_precision(ppo_update, args.precision), 1)
         runners["floor: PPO update"] = (
             lambda: (run_ops(floor.actor_critic), run_ops(floor.backward)), 1)
     print(machine_line())

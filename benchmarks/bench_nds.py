@@ -33,6 +33,7 @@ import argparse
 import numpy as np
 import torch
 from _floor import (
+    add_device_arguments,
     attention,
     gemms,
     instance_norm,
@@ -42,6 +43,8 @@ from _floor import (
     print_table,
     run_ops,
     softmax,
+    under_precision,
+    use_device,
 )
 
 from pyg_routing.data.generators import make_generator
@@ -84,13 +87,16 @@ def rows_for(customers: int, args: argparse.Namespace) -> None:
     arrays = ProblemArrays.from_instances(instances)
     state = start_solutions(arrays, np.zeros(args.slots, np.int32),
                             rng=np.random.default_rng(0))
-    policy = NDSPolicy.build("cvrp", pe=args.pe).eval()
-    destroy = PolicyDestroy(policy, instances)
+    device = torch.device(args.device)
+    policy = NDSPolicy.build("cvrp", pe=args.pe).eval().to(device)
+    # --precision, not PolicyDestroy's default (fp16 autocast on CUDA), sets every row's
+    # dtype; the observation stays fp32 inside propose either way
+    destroy = PolicyDestroy(policy, instances, autocast=False)
     obs = destroy.observe(state)
     m = customers + 1
     with torch.no_grad():
-        h = policy.embed(obs)
-    gen = torch.Generator().manual_seed(0)
+        h = under_precision(lambda: policy.embed(obs), args.precision)()
+    gen = torch.Generator(device=device).manual_seed(0)
     rng = np.random.default_rng(0)
 
     def decoder() -> None:
@@ -103,9 +109,13 @@ def rows_for(customers: int, args: argparse.Namespace) -> None:
 
     dec_floor = decoder_floor(policy, args.slots, args.rollouts, m, args.picks)
     pol_floor = encoder_floor(policy, args.slots, m) + dec_floor
+    decoder = under_precision(decoder, args.precision)
+    whole = under_precision(whole, args.precision)
+    propose = under_precision(lambda: destroy.propose(state, arrays, args.rollouts, rng),
+                              args.precision)
     runners = {"ours: decoder": (decoder, 1), "floor: decoder": (lambda: run_ops(dec_floor), 1),
                "ours: policy": (whole, 1),
-               "ours: propose": (lambda: destroy.propose(state, arrays, args.rollouts, rng), 1),
+               "ours: propose": (propose, 1),
                "floor: policy": (lambda: run_ops(pol_floor), 1)}
     print(f"\nNDS CVRP-{customers} (NDS preset), {args.slots} slots x {args.rollouts} rollouts "
           f"x {args.picks} picks, pe={args.pe}; {args.rounds} interleaved rounds")
@@ -125,8 +135,10 @@ def main() -> None:
     parser.add_argument("--picks", type=int, default=15)
     parser.add_argument("--pe", default="none")
     parser.add_argument("--rounds", type=int, default=5)
+    add_device_arguments(parser)
     args = parser.parse_args()
     one_thread()
+    use_device(args.device, args.precision)
     print(machine_line())
     for n in (int(x) for x in args.customers.split(",")):
         rows_for(n, args)
