@@ -200,3 +200,75 @@ def test_both_critics_read_the_solution_not_its_cost():
             before = policy.value(obs)
             obs.extra.mul_(10.0).add_(3.0)          # other costs, the same routes
             torch.testing.assert_close(policy.value(obs), before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("per_slice", [1, 2])
+def test_the_search_scores_in_slices_what_the_whole_batch_scores(monkeypatch, per_slice):
+    """Without gradients DACT's decoder scores slices of ``per_slice`` instances: the
+    whole batch's scores (but for the last bit of the one-column output layer) and
+    the same moves under one generator; with gradients it scores the batch whole."""
+    from pyg_routing.models.dact import mhc
+
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", pe="ipexpe", encoder="native").eval()
+    env, _, state = _state(steps=4)
+    obs = policy.prepare(env.policy_observation(state))
+    b, m = state.order.shape
+    with torch.no_grad():
+        hg = policy.embed(obs)
+        whole = policy.decoder.dact_logits(hg)
+        first = policy(obs, generator=torch.Generator().manual_seed(3))[0]
+    hidden = policy.decoder.mix[0].out_features
+    calls = []
+    real = policy.decoder._pair_logits
+    monkeypatch.setattr(mhc, "chunk_budget", lambda device: per_slice * m * m * hidden)
+    monkeypatch.setattr(policy.decoder, "_pair_logits",
+                        lambda q, k: calls.append(q.size(1)) or real(q, k))
+    with torch.no_grad():
+        sliced = policy.decoder.dact_logits(hg)
+        again = policy(obs, generator=torch.Generator().manual_seed(3))[0]
+    assert calls[:b // per_slice] == [per_slice] * (b // per_slice)
+    torch.testing.assert_close(sliced, whole, rtol=1e-6, atol=1e-6)
+    assert torch.equal(again, first)
+    calls.clear()
+    hg = hg.clone().requires_grad_()
+    policy.decoder.dact_logits(hg).sum().backward()
+    assert calls == [b] and torch.isfinite(hg.grad).all()
+
+
+def _explicit_dual_aspect(layer, h, g, bias):
+    """DAC-Att with the attention weights written out (DACT's own form): the reference
+    of the fused-kernel layer."""
+    from pyg_routing.models.attention import instance_norm
+    from pyg_routing.models.dact.dual_aspect import per_head
+
+    b, m, _ = h.shape
+    x = torch.stack([h, g])
+    q, k = per_head(x, layer.query), per_head(x, layer.key)
+    logits = q @ k.transpose(-1, -2) / q.size(-1) ** 0.5
+    if bias is not None:
+        logits = torch.stack([logits[0], logits[1] + bias])
+    attn = torch.softmax(logits, -1)
+    v = per_head(x, layer.value).view(2, b, 2, layer.heads, m, -1)
+    heads = torch.cat([attn[0].unsqueeze(0) @ v[:, :, 0], attn[1].unsqueeze(0) @ v[:, :, 1]], -1)
+    out = torch.einsum("abhme,ahef->abmf", heads, layer.out)
+    h, g = instance_norm(h + out[0]), instance_norm(g + out[1])
+    return instance_norm(h + layer.ff[0](h)), instance_norm(g + layer.ff[1](g))
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_dual_aspect_attention_by_the_fused_kernel_equals_the_explicit_form(with_bias):
+    from pyg_routing.models.dact.dual_aspect import DualAspectLayer
+
+    torch.manual_seed(0)
+    layer = DualAspectLayer(16, heads=4)
+    h, g = torch.randn(3, 9, 16, requires_grad=True), torch.randn(3, 9, 16, requires_grad=True)
+    bias = torch.randn(3, 4, 9, 9) if with_bias else None
+    got = layer(h, g, bias)
+    want = _explicit_dual_aspect(layer, h, g, bias)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    grads = torch.autograd.grad(sum(t.square().sum() for t in got), [h, g, layer.value])
+    ref = torch.autograd.grad(sum(t.square().sum() for t in want), [h, g, layer.value])
+    for a, b in zip(grads, ref):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

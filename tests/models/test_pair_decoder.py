@@ -114,37 +114,81 @@ def test_compiled_pair_scores_match_eager_values():
     torch.testing.assert_close(compiled, eager, atol=1e-5, rtol=1e-5)
 
 
-def _autograd_reference(compat, w, clip, g):
-    """Gradients of ``pair_scores`` by autograd itself: the reference."""
+def _queries_keys_and_weights(b: int, m: int, h: int = 4, d: int = 8, seed: int = 0):
+    torch.manual_seed(seed)
+    dec = PairDecoder(d * h, heads=h)
+    q, k = torch.randn(b, h, m, d), torch.randn(b, h, m, d)
+    first, last = dec.mix[0], dec.mix[2]
+    return dec, q, k, (first.weight, first.bias, last.weight, last.bias)
+
+
+def _autograd_reference(q, k, w, clip, g):
+    """Gradients of ``pair_scores(q k^T)`` by autograd itself: the reference."""
     from pyg_routing.models.dact.pair_scores import pair_scores
 
-    leaves = [t.detach().clone().requires_grad_() for t in (compat, *w)]
-    pair_scores(*leaves, clip).backward(g)
-    return [t.grad for t in leaves]
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, *w)]
+    out = pair_scores(leaves[0] @ leaves[1].transpose(-1, -2), *leaves[2:], clip)
+    out.backward(g)
+    return out.detach(), [t.grad for t in leaves]
 
 
-def test_hand_written_backward_equals_autograd():
-    from pyg_routing.models.dact.pair_scores import PairScores
+@pytest.mark.parametrize("per_slice", [1, 2, 5])
+def test_hand_written_backward_equals_autograd(monkeypatch, per_slice):
+    """Both passes in slices of ``per_slice`` instances (5 of 5: one slice): the
+    values and every gradient are autograd's (float64; several slices reassociate
+    the weight gradients' sums); a retained graph gives the same again."""
+    from pyg_routing.models.dact import pair_scores as module
 
-    dec, compat, w = _compat_and_weights(b=4, m=7)
-    compat, w = compat.double(), [t.detach().double() for t in w]
-    g = torch.randn(4, 7, 7, dtype=torch.float64)
-    ref = _autograd_reference(compat, w, dec.clip, g)
-    leaves = [t.detach().clone().requires_grad_() for t in (compat, *w)]
-    out = PairScores.apply(*leaves, dec.clip)
-    with torch.no_grad():
-        from pyg_routing.models.dact.pair_scores import pair_scores
-        torch.testing.assert_close(out, pair_scores(compat, *w, dec.clip))
+    dec, q, k, w = _queries_keys_and_weights(b=5, m=6)
+    hidden = w[0].size(0)
+    monkeypatch.setattr(module, "chunk_budget", lambda device: per_slice * 6 * 6 * hidden)
+    assert [s.stop - s.start for s in module._pair_slices(q, hidden)] == \
+        [per_slice] * (5 // per_slice) + ([5 % per_slice] if 5 % per_slice else [])
+    q, k, w = q.double(), k.double(), [t.detach().double() for t in w]
+    g = torch.randn(5, 6, 6, dtype=torch.float64)
+    want_out, want = _autograd_reference(q, k, w, dec.clip, g)
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, *w)]
+    out = module.PairScores.apply(*leaves, dec.clip)
+    torch.testing.assert_close(out, want_out)
     out.backward(g, retain_graph=True)
-    for got, want in zip([t.grad for t in leaves], ref):
-        torch.testing.assert_close(got, want)
-    # a second backward through the retained graph (the mask was written in place)
+    for got, ref in zip([t.grad for t in leaves], want):
+        torch.testing.assert_close(got, ref)
     first = [t.grad.clone() for t in leaves]
     out.backward(g)
     for t, f in zip(leaves, first):
         torch.testing.assert_close(t.grad, 2 * f)
-    small = [t.detach().clone().requires_grad_() for t in (compat[:1, :, :3, :3], *w)]
-    assert torch.autograd.gradcheck(lambda *a: PairScores.apply(*a, 6.0), small)
+    small = [t.detach().clone().requires_grad_() for t in (q[:3, :, :3], k[:3, :, :3], *w)]
+    monkeypatch.setattr(module, "chunk_budget", lambda device: 3 * 3 * hidden)
+    assert torch.autograd.gradcheck(lambda *a: module.PairScores.apply(*a, 6.0), small)
+
+
+def test_one_slice_is_autograd_bit_for_bit():
+    """A batch within one slice (the fixed-seed trainings' sizes) gives the scores and
+    the gradients of the inputs (``q``, ``k``: what trains the encoder) exactly as
+    autograd through ``q @ k^T`` and the whole-batch scores did (float32), and the
+    weights' as the whole-batch hand-written backward did."""
+    from pyg_routing.models.dact import pair_scores as module
+
+    dec, q, k, w = _queries_keys_and_weights(b=4, m=7)
+    assert len(list(module._pair_slices(q, w[0].size(0)))) == 1
+    g = torch.randn(4, 7, 7)
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, *w)]
+    out = module.PairScores.apply(*leaves, dec.clip)
+    out.backward(g)
+    ref = [t.detach().clone().requires_grad_() for t in (q, k)]
+    compat = ref[0] @ ref[1].transpose(-1, -2)
+    pairs, weight, hidden, want = module._pair_mlp(compat.detach(), *[t.detach() for t in w],
+                                                   dec.clip)
+    assert torch.equal(out, want)
+    mask = hidden.sign_()
+    g_z = (dec.clip - want * want / dec.clip).mul_(g).reshape(-1, 1)
+    g_pairs = mask.mm((weight[:4] * w[2].detach()).t()).mul_(g_z)
+    compat.backward(g_pairs.view(4, 7, 7, 4).permute(0, 3, 1, 2))
+    assert torch.equal(leaves[0].grad, ref[0].grad)
+    assert torch.equal(leaves[1].grad, ref[1].grad)
+    a = (pairs * g_z).t().mm(mask)
+    assert torch.equal(leaves[2].grad, (a * w[2].detach())[:4].t())
+    assert torch.equal(leaves[4].grad, (weight * a).sum(0, keepdim=True))
 
 
 def test_decoder_trains_through_the_hand_written_backward():

@@ -28,6 +28,7 @@ import math
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pyg_routing.models.attention import instance_norm
@@ -102,14 +103,17 @@ class DualAspectLayer(nn.Module):
                 raise ValueError("RoPE in DACT's encoder needs the tour positions")
             qn, kn = self.rotary(q[0], k[0], position)
             q, k = torch.stack([qn, q[1]]), torch.stack([kn, k[1]])
-        logits = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))       # [2, B, H, M, M]
-        if bias is not None:
-            logits = torch.stack([logits[0], logits[1] + bias.to(logits.dtype)])
-        attn = torch.softmax(logits, -1)
         v = per_head(x, self.value).view(2, b, 2, hh, m, -1)           # [2, B, 2, H, M, d]
-        # aspect a's value set s is read through the attention of aspect s
-        heads = torch.cat([attn[0].unsqueeze(0) @ v[:, :, 0],
-                           attn[1].unsqueeze(0) @ v[:, :, 1]], -1)     # [2, B, H, M, 2d]
+        # Aspect a's value set s is read through the attention of aspect s. PyTorch's
+        # fused kernel never stores the [B, H, M, M] weights (213 MB per aspect at
+        # CVRP-100, B = 512, several passes each): softmax(q kᵀ / sqrt(d) + bias) v as
+        # the explicit form, up to float rounding. One call per (aspect, set): the CPU's
+        # flash kernel needs values as wide as the keys (wider ones fall back to the
+        # explicit form), and its scores cost little beside the weights' memory passes.
+        masks = [None, None if bias is None else bias.to(q.dtype)]
+        heads = torch.stack([torch.cat([F.scaled_dot_product_attention(
+            q[s], k[s], v[a, :, s], attn_mask=masks[s]) for s in range(2)], -1)
+            for a in range(2)])                                        # [2, B, H, M, 2d]
         out = torch.einsum("abhme,ahef->abmf", heads, self.out)        # [2, B, M, D]
         h, g = instance_norm(h + out[0]), instance_norm(g + out[1])
         return instance_norm(h + self.ff[0](h)), instance_norm(g + self.ff[1](g))

@@ -18,6 +18,12 @@ import math
 import torch
 from torch import Tensor, nn
 
+from pyg_routing.functional.chunks import (
+    batch_slices,
+    chunk_budget,
+    instances_per_chunk,
+    needs_grad,
+)
 from pyg_routing.models.attention import instance_norm
 from pyg_routing.models.dact.dual_aspect import per_head, uniform_
 from pyg_routing.models.dact.pair_decoder import MoveDecoder
@@ -80,6 +86,24 @@ class MHCDecoder(MoveDecoder):
                                + self.project_graph[a](x[a].amax(1)).unsqueeze(1)
                                for a in range(2)])
         q, k = per_head(refined, self.query), per_head(refined, self.key)  # [2, B, H, M, D]
+        b, m = hg.shape[:2]
+        if needs_grad(self, hg):
+            return self._pair_logits(q, k)
+        # Without gradients (search, rollouts' warm-up) in slices of instances: the
+        # aggregation MLP's [B*M*M, 32] activations (851 MB each at CVRP-100, B = 512)
+        # never exist whole, only a cache-sized slice (functional/chunks.py: the same
+        # values but for the last bit of the one-column output layer).
+        per_chunk = instances_per_chunk(m * m * self.mix[0].out_features,
+                                        chunk_budget(hg.device))
+        if b <= per_chunk:
+            return self._pair_logits(q, k)
+        out = hg.new_empty(b, m, m)
+        for sl in batch_slices(b, per_chunk):
+            out[sl] = self._pair_logits(q[:, sl], k[:, sl])
+        return out
+
+    def _pair_logits(self, q: Tensor, k: Tensor) -> Tensor:
+        """DACT's scores ``[B, M, M]`` of the per-head queries and keys ``[2, B, H, M, D]``."""
         compat = q @ k.transpose(-1, -2) / math.sqrt(self.dim)            # [2, B, H, M, M]
         pairs = torch.cat([compat[1], compat[0]], 1).permute(0, 2, 3, 1)  # [B, M, M, 2H]
         return self.clip * torch.tanh(self.mix(pairs).squeeze(-1))

@@ -133,9 +133,8 @@ class PairDecoder(MoveDecoder):
 
     def _masked_scores(self, q: Tensor, k: Tensor, mask: Tensor) -> Tensor:
         """Logits ``[B, M, M]`` of the queries and keys (``-inf`` where not allowed)."""
-        compat = q @ k.transpose(-1, -2)                                   # [B, H, M, M]
         first, last = self.mix[0], self.mix[2]
-        logits = score_pairs(compat, first.weight, first.bias, last.weight, last.bias,
+        logits = score_pairs(q, k, first.weight, first.bias, last.weight, last.bias,
                              self.clip, compiled=self.compiled)
         # One pass and one output, no ~mask (the same values and gradient as masked_fill);
         # the search's slices use the branch-free gate instead (mask_logits_).

@@ -10,8 +10,8 @@ Three forms of the same function:
   training. Autograd's own backward of :func:`pair_scores` allocates and streams
   several ``[B*M*M, hidden]`` tensors (an outer product, the ReLU mask, the
   ReLU gradient); the hand-written one derives every gradient from the ReLU mask
-  alone, written over the saved activations in place, with two small matrix
-  products (about 3x faster on TSP-50 batches of 64 on CPU).
+  alone, with two small matrix products (about 3x faster on TSP-50 batches of 64 on
+  CPU), and both its passes run in cache-sized slices of the batch.
 
 :func:`score_pairs` picks the form.
 """
@@ -19,12 +19,14 @@ Three forms of the same function:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
+
+from pyg_routing.functional.chunks import batch_slices, chunk_budget, instances_per_chunk
 
 
 def pair_scores(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
@@ -105,28 +107,46 @@ def compiled_pair_scores() -> Callable[..., Tensor]:
 
 
 class PairScores(torch.autograd.Function):
-    r""":func:`pair_scores` with a hand-written backward (``PairScores.apply(compat,
-    w1, b1, w2, b2, clip)``, same arguments and value).
+    r"""The pair scores of queries and keys, ``clip * tanh(MLP(q k^T))``, with a
+    hand-written backward (``PairScores.apply(q, k, w1, b1, w2, b2, clip)``: ``q, k``
+    ``[B, H, M, d]``, the rest as :func:`pair_scores`; ``[B, M, M]``), computed in
+    slices of the batch.
 
-    With ``c~ = [c, 1]`` (``[P, H+1]``), ``W = [w1, b1]^T`` (``[H+1, F]``),
-    ``S = 1[c~ W > 0]`` (the ReLU mask) and ``g_z = g_out * (clip - out^2 / clip)``:
+    With ``c = q k^T``, ``c~ = [c, 1]`` (``[P, H+1]``), ``W = [w1, b1]^T``
+    (``[H+1, F]``), ``S = 1[c~ W > 0]`` (the ReLU mask) and
+    ``g_z = g_out * (clip - out^2 / clip)``:
 
     * ``A = (g_z c~)^T S`` (``[H+1, F]``) gives ``dL/dW = A * w2`` and
       ``dL/dw2 = sum_h W * A`` (as ``relu(c~ W) = S * (c~ W)``);
-    * ``dL/dc = g_z * (S (W * w2)^T)`` restricted to the ``H`` real columns.
+    * ``dL/dc = g_z * (S (W * w2)^T)`` restricted to the ``H`` real columns, and from
+      it ``dL/dq = (dL/dc) k`` and ``dL/dk^T = q^T (dL/dc)`` (autograd's own products).
 
-    ``S`` overwrites the saved activations in place (``sign_`` of a ReLU output is
-    its mask, and applying it twice changes nothing, so ``retain_graph`` works).
-    Not twice differentiable.
+    Neither pass keeps a tensor of all ``B * M * M`` pairs: at CVRP-100, ``B = 512``,
+    the hidden activations (851 MB), the pairs matrix (133 MB), ``c`` and ``dL/dc``
+    (106 MB each) were fresh maps, about 300 000 page faults per training update. The
+    forward scores slices of instances in a cache-sized :class:`PairWorkspace` and
+    saves only ``q``, ``k`` and the scores; the backward recomputes each slice's ``c``
+    and ReLU mask there (two small products more than saved ones, on data in cache)
+    and sums ``A`` over the slices. One slice (a small batch) computes what autograd
+    and the whole-batch form did, bit for bit; several change the sum order of ``A``
+    (float reassociation) and may round the one-column output layer's last bit
+    differently (``functional/chunks.py``). The computations run in the queries'
+    dtype (under autocast, the products' half precision), ``A`` summed in at least
+    float32. Not twice differentiable.
     """
 
     @staticmethod
-    def forward(ctx: Any, compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
-                clip: float) -> Tensor:
-        pairs, weight, hidden, out = _pair_mlp(compat, w1, b1, w2, b2, clip)
-        ctx.save_for_backward(pairs, weight, out, w2)
-        # An intermediate, kept on ctx (not saved): backward reuses its storage.
-        ctx.hidden = hidden
+    def forward(ctx: Any, q: Tensor, k: Tensor, w1: Tensor, b1: Tensor, w2: Tensor,
+                b2: Tensor, clip: float) -> Tensor:
+        b, h, m, _ = q.shape
+        out = q.new_empty(b, m, m)
+        with torch.autocast(q.device.type, enabled=False):
+            work = None
+            for sl in _pair_slices(q, w1.size(0)):
+                work = work or _SliceWork(sl, q, w1.size(0))
+                compat = work.compat(q, k, sl)
+                out[sl] = search_pair_scores(compat, w1, b1, w2, b2, clip, work.pairs)
+        ctx.save_for_backward(q, k, w1, b1, w2, out)
         ctx.clip = clip
         ctx.dtypes = (w1.dtype, b1.dtype, w2.dtype, b2.dtype)
         return out
@@ -134,32 +154,85 @@ class PairScores(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, g_out: Tensor) -> tuple[Tensor | None, ...]:
-        pairs, weight, out, w2 = ctx.saved_tensors
-        mask = ctx.hidden.sign_()                       # [P, F]: the ReLU mask, in place
-        dt = mask.dtype                                 # autocast may differ per input
-        b, m, _ = out.shape
-        h = pairs.size(1) - 1
-        clip = ctx.clip
-        g_z = (clip - out * out / clip).mul_(g_out).reshape(-1, 1).to(dt)     # [P, 1]
-        weight, w2r = weight.to(dt), w2.to(dt)                                # w2r [1, F]
-        a = (pairs.to(dt) * g_z).t().mm(mask)                                 # [H+1, F]
+        q, k, w1, b1, w2, out = ctx.saved_tensors
+        b, h, m, d = q.shape
+        dt, clip, f = q.dtype, ctx.clip, w1.size(0)
+        weight, w2r = _first_weight(w1, b1, dt), w2.to(dt)           # [H+1, F], [1, F]
+        mixed = (weight[:h] * w2r).t()                                  # [F, H]
+        g_q = torch.empty_like(q) if ctx.needs_input_grad[0] else None
+        # dL/dk^T as autograd's matmul gives it: [B, H, d, M], returned transposed
+        g_kt = q.new_empty(b, h, d, m) if ctx.needs_input_grad[1] else None
+        acc = torch.promote_types(dt, torch.float32)          # half precision sums in fp32
+        a = torch.zeros(h + 1, f, dtype=acc, device=q.device)
+        g_b2 = torch.zeros((), dtype=acc, device=q.device)
+        with torch.autocast(q.device.type, enabled=False):
+            work = None
+            for sl in _pair_slices(q, f):
+                work = work or _SliceWork(sl, q, f)
+                c = sl.stop - sl.start
+                p = c * m * m
+                pairs = work.pairs.pairs[:p]
+                pairs.view(c, m, m, h + 1)[..., :h].copy_(
+                    work.compat(q, k, sl).permute(0, 2, 3, 1))
+                mask = torch.mm(pairs, weight, out=work.pairs.hidden[:p]).gt_(0)  # [p, F]
+                o = out[sl]
+                g_z = (clip - o * o / clip).mul_(g_out[sl]).reshape(-1, 1).to(dt)  # [p, 1]
+                a += (pairs * g_z).t().mm(mask)
+                g_b2 += g_z.sum()
+                if g_q is None and g_kt is None:
+                    continue
+                g_c = work.compat_grad(mask.mm(mixed).mul_(g_z), c, m)       # [c, H, M, M]
+                if g_q is not None:
+                    torch.matmul(g_c, k[sl], out=g_q[sl])
+                if g_kt is not None:
+                    torch.matmul(q[sl].transpose(-1, -2), g_c, out=g_kt[sl])
+        a = a.to(dt)
         g_weight = a * w2r
-        g_compat = None
-        if ctx.needs_input_grad[0]:
-            g_pairs = mask.mm((weight[:h] * w2r).t()).mul_(g_z)               # [P, H]
-            g_compat = g_pairs.view(b, m, m, h).permute(0, 3, 1, 2).to(out.dtype)
         dw1, db1, dw2, db2 = ctx.dtypes
-        return (g_compat, g_weight[:h].t().to(dw1), g_weight[h].to(db1),
-                (weight * a).sum(0, keepdim=True).to(dw2), g_z.sum().view(1).to(db2), None)
+        return (g_q, None if g_kt is None else g_kt.transpose(-1, -2),
+                g_weight[:h].t().to(dw1), g_weight[h].to(db1),
+                (weight * a).sum(0, keepdim=True).to(dw2), g_b2.to(dt).view(1).to(db2), None)
 
 
-def score_pairs(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor, clip: float,
-                compiled: bool = False) -> Tensor:
-    """``clip * tanh(MLP(compat))`` (``[B, H, M, M] -> [B, M, M]``) in the fastest
+class _SliceWork:
+    """:class:`PairScores`'s buffers for its largest slice: the :class:`PairWorkspace`
+    and the slice's compatibilities ``[c, H, M, M]`` (and their gradient)."""
+
+    def __init__(self, sl: slice, q: Tensor, hidden: int) -> None:
+        _, h, m, _ = q.shape
+        c = sl.stop - sl.start
+        self.pairs = PairWorkspace(c * m * m, h, hidden, q.dtype, q.device)
+        self._compat = q.new_empty(c, h, m, m)
+        self._grad: Tensor | None = None
+
+    def compat(self, q: Tensor, k: Tensor, sl: slice) -> Tensor:
+        """``q[sl] k[sl]^T`` into the buffer."""
+        return torch.matmul(q[sl], k[sl].transpose(-1, -2),
+                            out=self._compat[:sl.stop - sl.start])
+
+    def compat_grad(self, g_pairs: Tensor, c: int, m: int) -> Tensor:
+        """``dL/dc`` ``[c, H, M, M]`` from the pairs' ``[c*M*M, H]``, into a buffer."""
+        if self._grad is None:
+            self._grad = torch.empty_like(self._compat)
+        h = g_pairs.size(1)
+        return self._grad[:c].copy_(g_pairs.view(c, m, m, h).permute(0, 3, 1, 2))
+
+
+def _pair_slices(q: Tensor, hidden: int) -> Iterator[slice]:
+    """The slices of instances :class:`PairScores` scores at a time: a slice's
+    ``[p, hidden]`` activation within :func:`~pyg_routing.functional.chunks.chunk_budget`."""
+    b, _, m, _ = q.shape
+    return batch_slices(b, instances_per_chunk(m * m * hidden, chunk_budget(q.device)))
+
+
+def score_pairs(q: Tensor, k: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
+                clip: float, compiled: bool = False) -> Tensor:
+    """``clip * tanh(MLP(q k^T))`` (``q, k [B, H, M, d] -> [B, M, M]``) in the fastest
     form for the call: :class:`PairScores` when a gradient will be needed, else
-    :func:`compiled_pair_scores` (``compiled``) or :func:`pair_scores`."""
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (compat, w1, b1, w2, b2)):
-        return PairScores.apply(compat, w1, b1, w2, b2, clip)
+    :func:`compiled_pair_scores` (``compiled``) or :func:`pair_scores` of ``q k^T``."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, w1, b1, w2, b2)):
+        return PairScores.apply(q, k, w1, b1, w2, b2, clip)
+    compat = q @ k.transpose(-1, -2)                                   # [B, H, M, M]
     if compiled:
         return compiled_pair_scores()(compat, w1, b1, w2, b2, clip)
     return pair_scores(compat, w1, b1, w2, b2, clip)
