@@ -225,19 +225,19 @@ def interleaved(runners: dict[str, tuple[Op, int]], rounds: int,
     return rows
 
 
-def print_table(title: str, rows: dict[str, Row], floor: str,
+def print_table(title: str, rows: dict[str, Row], floor: str | None,
                 ours: list[str]) -> dict[str, float]:
     """The rows with ``floor / row`` (CPU time; on CUDA synchronized wall time) for
-    every row of ``ours``; returns those ratios by name."""
+    every row of ``ours``; returns those ratios by name (none without a ``floor``)."""
     print(f"\n{title}")
     main = "GPU ms" if _DEVICE.type == "cuda" else "CPU ms"
     print(f"{'row':<34}{main:>10}{'(min-max)':>16}{'wall ms':>10}{'faults':>10}"
           f"{'floor/ours':>12}")
-    base = rows[floor].cpu
+    base = rows[floor].cpu if floor is not None else None
     ratios = {}
     for name, row in rows.items():
         ratio = ""
-        if name in ours:
+        if name in ours and base is not None:
             ratios[name] = base / row.cpu
             ratio = f"{ratios[name]:.2f}"
         spread = f"({1e3 * row.spread[0]:.0f}-{1e3 * row.spread[1]:.0f})"

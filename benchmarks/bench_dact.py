@@ -1,5 +1,7 @@
 """DACT against its arithmetic floor: a search step at the size users run (CVRP-100,
-batch 512; ``--problem tsp --customers 50 --batch 64`` for the issue's TSP row).
+batch 512; ``--problem tsp --customers 50 --batch 64`` for the issue's TSP row). The
+floor is the GPS network's (``--encoder gps``, the default here); ``--encoder native``
+times DACT's own network (the recipes' default) without a floor.
 
 Rows, interleaved round by round (medians of ``--rounds``, one torch thread, CPU
 time; see ``_floor.py``):
@@ -87,6 +89,9 @@ def main() -> None:
     parser.add_argument("--pe", default="ipexpe")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--train", action="store_true", help="add the PPO-update rows")
+    parser.add_argument("--encoder", default="gps", choices=["gps", "native"],
+                        help="native: DACT's own network (the recipes' default), timed "
+                             "without a floor (the floor's shapes are the GPS network's)")
     add_device_arguments(parser)
     args = parser.parse_args()
     one_thread()
@@ -96,7 +101,7 @@ def main() -> None:
     env = TwoOptEnv()
     state = env.reset(inst, init="random", generator=torch.Generator().manual_seed(0))
     b, m = state.order.shape
-    policy = DACTPolicy.build(args.problem, pe=args.pe).to(device)
+    policy = DACTPolicy.build(args.problem, pe=args.pe, encoder=args.encoder).to(device)
     gen = torch.Generator(device=device).manual_seed(0)
     current = [state]
 
@@ -113,13 +118,15 @@ def main() -> None:
         with torch.no_grad():
             policy.act(fixed, generator=gen)
 
-    shapes, rest = floor_shapes(policy, b, m)
-    forward = floor_ops(shapes, rest)
     search_step = under_precision(search_step, args.precision)
     policy_move = under_precision(policy_move, args.precision)
-    runners = {"ours: search step": (search_step, 1), "ours: policy": (policy_move, 1),
-               "floor": (lambda: run_ops(forward), 1)}
+    runners = {"ours: search step": (search_step, 1), "ours: policy": (policy_move, 1)}
     ours = ["ours: search step", "ours: policy"]
+    floored = args.encoder == "gps"
+    if floored:
+        shapes, rest = floor_shapes(policy, b, m)
+        forward = floor_ops(shapes, rest)
+        runners["floor"] = (lambda: run_ops(forward), 1)
     if args.train:
         policy.train()
         prepared = policy.prepare(fixed)
@@ -132,25 +139,26 @@ def main() -> None:
             _, log_prob, entropy, value = policy(prepared, action=moves, detach_critic=True)
             (log_prob.mean() + entropy.mean() + value.square().mean()).backward()
 
-        # the attention's backward as twice its two products (scores, values)
-        enc = policy.encoder
-        d, h = enc.dim, enc.heads
-        att = [(b * h, m, d // h, m), (b * h, m, m, d // h)] * len(enc.layers)
-        critic = [(1, b, 2 * d + 2, 64), (1, b, 64, 1)]
-        backward = gemms(backward_shapes(shapes + critic + att))
-        training = forward + gemms(critic) + backward
+        if floored:
+            # the attention's backward as twice its two products (scores, values)
+            enc = policy.encoder
+            d, h = enc.dim, enc.heads
+            att = [(b * h, m, d // h, m), (b * h, m, m, d // h)] * len(enc.layers)
+            critic = [(1, b, 2 * d + 2, 64), (1, b, 64, 1)]
+            backward = gemms(backward_shapes(shapes + critic + att))
+            training = forward + gemms(critic) + backward
+            runners["floor: PPO update"] = (lambda: run_ops(training), 1)
         runners["ours: PPO update"] = (under_precision(ppo_update, args.precision), 1)
-        runners["floor: PPO update"] = (lambda: run_ops(training), 1)
     print(machine_line())
     print(f"DACT {args.problem.upper()}-{args.customers}, batch {b}, M = {m} nodes "
           f"(incl. depot copies), {policy.encoder!r}, decoder {policy.decoder!r}; "
           f"{args.rounds} interleaved rounds")
     rows = interleaved(runners, args.rounds)
     search_rows = {k: v for k, v in rows.items() if "PPO" not in k}
-    print_table("search (no gradient)", search_rows, "floor", ours)
+    print_table("search (no gradient)", search_rows, "floor" if floored else None, ours)
     if args.train:
         print_table("training", {k: v for k, v in rows.items() if "PPO" in k},
-                    "floor: PPO update", ["ours: PPO update"])
+                    "floor: PPO update" if floored else None, ["ours: PPO update"])
     print(machine_line())
 
 
