@@ -203,10 +203,10 @@ def test_both_critics_read_the_solution_not_its_cost():
 
 
 @pytest.mark.parametrize("per_slice", [1, 2])
-def test_the_search_scores_in_slices_what_the_whole_batch_scores(monkeypatch, per_slice):
-    """Without gradients DACT's decoder scores slices of ``per_slice`` instances: the
-    whole batch's scores (but for the last bit of the one-column output layer) and
-    the same moves under one generator; with gradients it scores the batch whole."""
+def test_the_decoder_scores_in_slices_what_the_whole_batch_scores(monkeypatch, per_slice):
+    """On slices of ``per_slice`` instances DACT's decoder gives the whole batch's
+    scores (but for the last bit of the one-column output layer) and the same moves
+    under one generator; with gradients (eval mode: no dropout) the same gradients."""
     from pyg_routing.models.dact import mhc
 
     torch.manual_seed(0)
@@ -218,12 +218,14 @@ def test_the_search_scores_in_slices_what_the_whole_batch_scores(monkeypatch, pe
         hg = policy.embed(obs)
         whole = policy.decoder.dact_logits(hg)
         first = policy(obs, generator=torch.Generator().manual_seed(3))[0]
+    hg = hg.clone().requires_grad_()
+    want = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
     hidden = policy.decoder.mix[0].out_features
     calls = []
     real = policy.decoder._pair_logits
     monkeypatch.setattr(mhc, "chunk_budget", lambda device: per_slice * m * m * hidden)
     monkeypatch.setattr(policy.decoder, "_pair_logits",
-                        lambda q, k: calls.append(q.size(1)) or real(q, k))
+                        lambda refined: calls.append(refined.size(1)) or real(refined))
     with torch.no_grad():
         sliced = policy.decoder.dact_logits(hg)
         again = policy(obs, generator=torch.Generator().manual_seed(3))[0]
@@ -231,9 +233,40 @@ def test_the_search_scores_in_slices_what_the_whole_batch_scores(monkeypatch, pe
     torch.testing.assert_close(sliced, whole, rtol=1e-6, atol=1e-6)
     assert torch.equal(again, first)
     calls.clear()
-    hg = hg.clone().requires_grad_()
-    policy.decoder.dact_logits(hg).sum().backward()
-    assert calls == [b] and torch.isfinite(hg.grad).all()
+    got = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
+    # checkpointed: each slice once forward, once again in the backward (last first)
+    sizes = [per_slice] * (b // per_slice) + [b % per_slice] * (b % per_slice > 0)
+    assert calls == sizes + sizes[::-1]
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_checkpointed_slices_recompute_the_forwards_dropout_masks(monkeypatch):
+    """In training mode (dropout 0.05) the backward of the checkpointed slices
+    recomputes each slice with the dropout mask its forward drew: the gradient equals
+    autograd's through the same slices computed directly from the same random state."""
+    from pyg_routing.models.dact import mhc
+
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", pe="ipexpe", encoder="native").train()
+    env, _, state = _state(steps=4)
+    obs = policy.prepare(env.policy_observation(state))
+    b, m = state.order.shape
+    hg = policy.embed(obs).detach().requires_grad_()
+    monkeypatch.setattr(mhc, "chunk_budget",
+                        lambda device: m * m * policy.decoder.mix[0].out_features)
+    torch.manual_seed(7)
+    got = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
+    dec = policy.decoder
+    torch.manual_seed(7)
+    x = torch.stack(hg.split(dec.dim, -1))
+    refined = torch.stack([dec.project_node[a](x[a])
+                           + dec.project_graph[a](x[a].amax(1)).unsqueeze(1) for a in range(2)])
+    direct = torch.cat([dec._pair_logits(refined[:, i:i + 1]) for i in range(b)])
+    want = torch.autograd.grad(direct.square().sum(), hg)[0]
+    assert torch.equal(got, want)
+    torch.manual_seed(8)
+    other = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
+    assert not torch.equal(other, got)            # the masks are random, and they matter
 
 
 def _explicit_dual_aspect(layer, h, g, bias):

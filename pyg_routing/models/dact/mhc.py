@@ -16,7 +16,9 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
 from pyg_routing.functional.chunks import (
     batch_slices,
@@ -80,30 +82,39 @@ class MHCDecoder(MoveDecoder):
         reset_dact_mlp(self.mix)
 
     def dact_logits(self, hg: Tensor) -> Tensor:
-        """``[B, M, M]`` DACT's ``clip · tanh`` scores of its pairs ``(a, b)``, unmasked."""
+        """``[B, M, M]`` DACT's ``clip · tanh`` scores of its pairs ``(a, b)``, unmasked.
+
+        On a batch above one slice of :mod:`~pyg_routing.functional.chunks` the scores
+        are computed slice by slice of instances, from the per-head projections to the
+        aggregation MLP: its ``[B·M², 32]`` activations (851 MB each at CVRP-100,
+        ``B = 512``) and the full-width queries and keys (119 MB each) never exist
+        whole. With gradients each slice is checkpointed (``torch.utils.checkpoint``,
+        the random state kept, so the recomputed dropout masks are the forward's): the
+        backward recomputes a slice's scores instead of keeping every activation. The
+        values are the whole batch's but for the last bit of the one-column output
+        layer; a slice draws its own dropout masks (a batch within one slice: the
+        whole batch's draws)."""
         x = torch.stack(hg.split(self.dim, -1))                           # [2, B, M, D]
         refined = torch.stack([self.project_node[a](x[a])
                                + self.project_graph[a](x[a].amax(1)).unsqueeze(1)
-                               for a in range(2)])
-        q, k = per_head(refined, self.query), per_head(refined, self.key)  # [2, B, H, M, D]
+                               for a in range(2)])                       # [2, B, M, D]
         b, m = hg.shape[:2]
-        if needs_grad(self, hg):
-            return self._pair_logits(q, k)
-        # Without gradients (search, rollouts' warm-up) in slices of instances: the
-        # aggregation MLP's [B*M*M, 32] activations (851 MB each at CVRP-100, B = 512)
-        # never exist whole, only a cache-sized slice (functional/chunks.py: the same
-        # values but for the last bit of the one-column output layer).
         per_chunk = instances_per_chunk(m * m * self.mix[0].out_features,
                                         chunk_budget(hg.device))
         if b <= per_chunk:
-            return self._pair_logits(q, k)
+            return self._pair_logits(refined)
+        slices = batch_slices(b, per_chunk)
+        if needs_grad(self, hg):
+            return torch.cat([checkpoint(self._pair_logits, refined[:, sl], use_reentrant=False)
+                              for sl in slices])
         out = hg.new_empty(b, m, m)
-        for sl in batch_slices(b, per_chunk):
-            out[sl] = self._pair_logits(q[:, sl], k[:, sl])
+        for sl in slices:
+            out[sl] = self._pair_logits(refined[:, sl])
         return out
 
-    def _pair_logits(self, q: Tensor, k: Tensor) -> Tensor:
-        """DACT's scores ``[B, M, M]`` of the per-head queries and keys ``[2, B, H, M, D]``."""
+    def _pair_logits(self, refined: Tensor) -> Tensor:
+        """DACT's scores ``[B, M, M]`` of the refined aspects ``[2, B, M, D]``."""
+        q, k = per_head(refined, self.query), per_head(refined, self.key)  # [2, B, H, M, D]
         compat = q @ k.transpose(-1, -2) / math.sqrt(self.dim)            # [2, B, H, M, M]
         pairs = torch.cat([compat[1], compat[0]], 1).permute(0, 2, 3, 1)  # [B, M, M, 2H]
         return self.clip * torch.tanh(self.mix(pairs).squeeze(-1))
@@ -162,8 +173,8 @@ class DACTCritic(nn.Module):
             raise ValueError(f"DACTCritic(dim={self.dim}) got embeddings of width "
                              f"{hg.size(-1)}")
         q, k, v = per_head(hg, self.query), per_head(hg, self.key), per_head(hg, self.value)
-        attn = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.size(-1)), -1)
-        heads = attn @ v                                                  # [B, H, M, d]
+        # softmax(q kᵀ / sqrt(d)) v by PyTorch's fused kernel: no [B, H, M, M] weights
+        heads = F.scaled_dot_product_attention(q, k, v)                  # [B, H, M, d]
         x = instance_norm(hg + torch.einsum("bhme,hef->bmf", heads, self.out))
         x = instance_norm(x + self.ff(x))
         fused = self.project_node(x) + self.project_graph(x.mean(1)).unsqueeze(1)
