@@ -110,9 +110,13 @@ class DualAspectLayer(nn.Module):
         # the explicit form, up to float rounding. One call per (aspect, set): the CPU's
         # flash kernel needs values as wide as the keys (wider ones fall back to the
         # explicit form), and its scores cost little beside the weights' memory passes.
+        # unbind, not indexing: the backward then stacks the parts' gradients once
+        # instead of zero-filling a whole-size gradient per index
         masks = [None, None if bias is None else bias.to(q.dtype)]
+        qs, ks = q.unbind(0), k.unbind(0)
+        vs = [va.unbind(1) for va in v.unbind(0)]                      # [a][s]: [B, H, M, d]
         heads = torch.stack([torch.cat([F.scaled_dot_product_attention(
-            q[s], k[s], v[a, :, s], attn_mask=masks[s]) for s in range(2)], -1)
+            qs[s], ks[s], vs[a][s], attn_mask=masks[s]) for s in range(2)], -1)
             for a in range(2)])                                        # [2, B, H, M, 2d]
         out = torch.einsum("abhme,ahef->abmf", heads, self.out)        # [2, B, M, D]
         h, g = instance_norm(h + out[0]), instance_norm(g + out[1])

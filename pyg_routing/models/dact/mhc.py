@@ -103,12 +103,13 @@ class MHCDecoder(MoveDecoder):
                                         chunk_budget(hg.device))
         if b <= per_chunk:
             return self._pair_logits(refined)
-        slices = batch_slices(b, per_chunk)
         if needs_grad(self, hg):
-            return torch.cat([checkpoint(self._pair_logits, refined[:, sl], use_reentrant=False)
-                              for sl in slices])
+            # split, not slicing: the backward concatenates the slices' gradients once
+            # instead of zero-filling a whole-size gradient per slice
+            return torch.cat([checkpoint(self._pair_logits, part, use_reentrant=False)
+                              for part in refined.split(per_chunk, 1)])
         out = hg.new_empty(b, m, m)
-        for sl in slices:
+        for sl in batch_slices(b, per_chunk):
             out[sl] = self._pair_logits(refined[:, sl])
         return out
 
