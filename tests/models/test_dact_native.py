@@ -221,17 +221,26 @@ def test_the_decoder_scores_in_slices_what_the_whole_batch_scores(monkeypatch, p
     hg = hg.clone().requires_grad_()
     want = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
     hidden = policy.decoder.mix[0].out_features
-    calls = []
-    real = policy.decoder._pair_logits
+    calls, search_calls = [], []
+    real, real_search = policy.decoder._pair_logits, policy.decoder._search_pair_logits
     monkeypatch.setattr(mhc, "chunk_budget", lambda device: per_slice * m * m * hidden)
     monkeypatch.setattr(policy.decoder, "_pair_logits",
                         lambda refined: calls.append(refined.size(1)) or real(refined))
+    monkeypatch.setattr(policy.decoder, "_search_pair_logits",
+                        lambda refined, work: search_calls.append(refined.size(1))
+                        or real_search(refined, work))
     with torch.no_grad():
         sliced = policy.decoder.dact_logits(hg)
         again = policy(obs, generator=torch.Generator().manual_seed(3))[0]
-    assert calls[:b // per_slice] == [per_slice] * (b // per_slice)
+    assert search_calls[:b // per_slice] == [per_slice] * (b // per_slice) and not calls
     torch.testing.assert_close(sliced, whole, rtol=1e-6, atol=1e-6)
     assert torch.equal(again, first)
+    calls.clear()
+    policy.train()                       # no gradient, dropout on: the module's path
+    with torch.no_grad():
+        policy.decoder.dact_logits(hg)
+    assert calls[:b // per_slice] == [per_slice] * (b // per_slice)
+    policy.eval()
     calls.clear()
     got = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
     # checkpointed: each slice once forward, once again in the backward (last first)

@@ -109,8 +109,10 @@ class MHCDecoder(MoveDecoder):
             return torch.cat([checkpoint(self._pair_logits, part, use_reentrant=False)
                               for part in refined.split(per_chunk, 1)])
         out = hg.new_empty(b, m, m)
+        work: list[_MixWorkspace] = []
         for sl in batch_slices(b, per_chunk):
-            out[sl] = self._pair_logits(refined[:, sl])
+            out[sl] = (self._pair_logits(refined[:, sl]) if self.training  # dropout on
+                       else self._search_pair_logits(refined[:, sl], work))
         return out
 
     def _pair_logits(self, refined: Tensor) -> Tensor:
@@ -119,6 +121,34 @@ class MHCDecoder(MoveDecoder):
         compat = q @ k.transpose(-1, -2) / math.sqrt(self.dim)            # [2, B, H, M, M]
         pairs = torch.cat([compat[1], compat[0]], 1).permute(0, 2, 3, 1)  # [B, M, M, 2H]
         return self.clip * torch.tanh(self.mix(pairs).squeeze(-1))
+
+    def _search_pair_logits(self, refined: Tensor, work: list[_MixWorkspace]) -> Tensor:
+        """:meth:`_pair_logits` without gradients in eval mode, for a slice of a search
+        batch: the pairs and the MLP's activations written into one reused workspace
+        (``work``: empty, or the one the first slice made), biases by ``addmm``, ReLUs
+        and the clip in place, in the compatibilities' dtype (under autocast, the
+        products' half precision). The same values but for the last bit of the
+        one-column output layer."""
+        q, k = per_head(refined, self.query), per_head(refined, self.key)  # [2, c, H, M, D]
+        compat = (q @ k.transpose(-1, -2)).div_(math.sqrt(self.dim))      # [2, c, H, M, M]
+        c, hh, m = compat.shape[1], compat.shape[2], compat.shape[3]
+        p, dt = c * m * m, compat.dtype
+        first, second, last = self.mix[0], self.mix[3], self.mix[5]
+        if not work:
+            work.append(_MixWorkspace(p, 2 * hh, first.out_features, second.out_features,
+                                      dt, compat.device))
+        ws = work[0]
+        pairs = ws.pairs[:p]
+        laid = pairs.view(c, m, m, 2 * hh)
+        laid[..., :hh].copy_(compat[1].permute(0, 2, 3, 1))             # positional heads
+        laid[..., hh:].copy_(compat[0].permute(0, 2, 3, 1))             # then node heads
+        with torch.autocast(compat.device.type, enabled=False):
+            z = torch.addmm(first.bias.to(dt), pairs, first.weight.t().to(dt),
+                            out=ws.first[:p]).relu_()
+            z = torch.addmm(second.bias.to(dt), z, second.weight.t().to(dt),
+                            out=ws.second[:p]).relu_()
+            scores = torch.addmv(last.bias.to(dt), z, last.weight[0].to(dt))
+        return scores.view(c, m, m).tanh_().mul_(self.clip)
 
     def forward(self, hg: Tensor, mask: Tensor, succ: Tensor | None = None) -> Tensor:
         if succ is None:
@@ -130,6 +160,18 @@ class MHCDecoder(MoveDecoder):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, clip={self.clip})"
+
+
+class _MixWorkspace:
+    """:meth:`MHCDecoder._search_pair_logits`'s reused buffers for slices of up to
+    ``pairs`` pairs: the pairs ``[pairs, channels]`` and the aggregation MLP's two
+    hidden activations (``[pairs, hidden]``, ``[pairs, embed]``)."""
+
+    def __init__(self, pairs: int, channels: int, hidden: int, embed: int,
+                 dtype: torch.dtype, device: torch.device) -> None:
+        self.pairs = torch.empty(pairs, channels, dtype=dtype, device=device)
+        self.first = torch.empty(pairs, hidden, dtype=dtype, device=device)
+        self.second = torch.empty(pairs, embed, dtype=dtype, device=device)
 
 
 class DACTCritic(nn.Module):
