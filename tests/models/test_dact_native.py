@@ -227,8 +227,8 @@ def test_the_decoder_scores_in_slices_what_the_whole_batch_scores(monkeypatch, p
     monkeypatch.setattr(policy.decoder, "_pair_logits",
                         lambda refined: calls.append(refined.size(1)) or real(refined))
     monkeypatch.setattr(policy.decoder, "_search_pair_logits",
-                        lambda refined, work: search_calls.append(refined.size(1))
-                        or real_search(refined, work))
+                        lambda refined, ws: search_calls.append(refined.size(1))
+                        or real_search(refined, ws))
     with torch.no_grad():
         sliced = policy.decoder.dact_logits(hg)
         again = policy(obs, generator=torch.Generator().manual_seed(3))[0]

@@ -109,9 +109,11 @@ class MHCDecoder(MoveDecoder):
             return torch.cat([checkpoint(self._pair_logits, part, use_reentrant=False)
                               for part in refined.split(per_chunk, 1)])
         out = hg.new_empty(b, m, m)
-        work: list[_MixWorkspace] = []
+        work = None if self.training else _MixWorkspace(     # training: dropout on
+            per_chunk * m * m, 2 * self.heads, self.mix[0].out_features,
+            self.mix[3].out_features, refined.dtype, refined.device)
         for sl in batch_slices(b, per_chunk):
-            out[sl] = (self._pair_logits(refined[:, sl]) if self.training  # dropout on
+            out[sl] = (self._pair_logits(refined[:, sl]) if work is None
                        else self._search_pair_logits(refined[:, sl], work))
         return out
 
@@ -122,22 +124,17 @@ class MHCDecoder(MoveDecoder):
         pairs = torch.cat([compat[1], compat[0]], 1).permute(0, 2, 3, 1)  # [B, M, M, 2H]
         return self.clip * torch.tanh(self.mix(pairs).squeeze(-1))
 
-    def _search_pair_logits(self, refined: Tensor, work: list[_MixWorkspace]) -> Tensor:
+    def _search_pair_logits(self, refined: Tensor, ws: _MixWorkspace) -> Tensor:
         """:meth:`_pair_logits` without gradients in eval mode, for a slice of a search
-        batch: the pairs and the MLP's activations written into one reused workspace
-        (``work``: empty, or the one the first slice made), biases by ``addmm``, ReLUs
-        and the clip in place, in the compatibilities' dtype (under autocast, the
-        products' half precision). The same values but for the last bit of the
-        one-column output layer."""
+        batch: the pairs and the MLP's activations written into the reused workspace
+        ``ws``, biases by ``addmm``, ReLUs and the clip in place, in the workspace's
+        dtype (the refined aspects'; under autocast, the products' half precision).
+        The same values but for the last bit of the one-column output layer."""
         q, k = per_head(refined, self.query), per_head(refined, self.key)  # [2, c, H, M, D]
         compat = (q @ k.transpose(-1, -2)).div_(math.sqrt(self.dim))      # [2, c, H, M, M]
         c, hh, m = compat.shape[1], compat.shape[2], compat.shape[3]
-        p, dt = c * m * m, compat.dtype
+        p, dt = c * m * m, ws.pairs.dtype
         first, second, last = self.mix[0], self.mix[3], self.mix[5]
-        if not work:
-            work.append(_MixWorkspace(p, 2 * hh, first.out_features, second.out_features,
-                                      dt, compat.device))
-        ws = work[0]
         pairs = ws.pairs[:p]
         laid = pairs.view(c, m, m, 2 * hh)
         laid[..., :hh].copy_(compat[1].permute(0, 2, 3, 1))             # positional heads
