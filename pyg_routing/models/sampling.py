@@ -1,9 +1,13 @@
-"""Sampling one index per row of a categorical distribution, shared by the decoders."""
+"""Sampling one index per row of a categorical distribution, and the log-probability
+and entropy of a pick, shared by the decoders."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 
 def uniforms(rows: int, generator: torch.Generator | None = None,
@@ -34,3 +38,41 @@ def sample_categorical(probs: Tensor, generator: torch.Generator | None = None,
     u = uniform * total
     idx = torch.searchsorted(cdf, u, right=True)
     return torch.minimum(idx, torch.searchsorted(cdf, total)).squeeze(1)
+
+
+def log_prob_entropy(logits: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
+    """``Categorical(logits=logits)``'s ``log_prob(index)`` and ``entropy()`` (``[B, K]``
+    logits, ``-inf`` where masked; ``[B]`` long picks -> two ``[B]`` float32 tensors),
+    in two passes and one backward pass over the logits.
+
+    ``torch.distributions.Categorical`` makes about ten passes over ``[B, K]`` in its
+    forward and backward (normalizing, validating, softmax, clamp, product and their
+    gradients): 19 % of a DACT PPO update at CVRP-100, batch 512, where ``K = M^2``.
+    Here the forward keeps the log-softmax ``l`` (masked entries clamped to the
+    smallest float, as ``Categorical.entropy`` does, so ``0 * l = 0``) and ``p =
+    exp(l)``; the backward is ``dH/dz = -p (l + H)`` and ``dlog p_a/dz = 1[a] - p``
+    in one expression. The same values up to float rounding; a masked pick's
+    log-probability is the smallest float, not ``-inf`` (never drawn).
+    """
+    return _LogProbEntropy.apply(logits, index)
+
+
+class _LogProbEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, logits: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
+        with torch.autocast(logits.device.type, enabled=False):
+            logp = torch.log_softmax(logits.float(), -1)                   # [B, K]
+            p = logp.exp()
+            logp.clamp_(min=torch.finfo(logp.dtype).min)
+            picked = logp.gather(1, index.unsqueeze(1)).squeeze(1)
+            entropy = -(p.unsqueeze(1) @ logp.unsqueeze(2)).view(-1)       # row dots
+        ctx.save_for_backward(p, logp, entropy, index)
+        return picked, entropy
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, g_picked: Tensor, g_entropy: Tensor) -> tuple[Tensor, None]:
+        p, logp, entropy, index = ctx.saved_tensors
+        g_picked, g_entropy = g_picked.unsqueeze(1), g_entropy.unsqueeze(1)
+        grad = (logp + entropy.unsqueeze(1)).mul_(-g_entropy).sub_(g_picked).mul_(p)
+        return grad.scatter_add_(1, index.unsqueeze(1), g_picked), None

@@ -7,7 +7,6 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.distributions import Categorical
 
 from pyg_routing.functional.chunks import (
     batch_slices,
@@ -21,7 +20,7 @@ from pyg_routing.models.dact.pair_scores import (
     score_pairs,
     search_pair_scores,
 )
-from pyg_routing.models.sampling import sample_categorical, uniforms
+from pyg_routing.models.sampling import log_prob_entropy, sample_categorical, uniforms
 
 
 class MoveDecoder(nn.Module):
@@ -50,8 +49,8 @@ class MoveDecoder(nn.Module):
             flat = action[:, 0] * m + action[:, 1]
         else:
             flat = self._pick(logits, greedy, generator)
-        dist = Categorical(logits=logits)
-        return torch.stack([flat // m, flat % m], dim=-1), dist.log_prob(flat), dist.entropy()
+        log_prob, entropy = log_prob_entropy(logits, flat)
+        return torch.stack([flat // m, flat % m], dim=-1), log_prob, entropy
 
     def select(self, h: Tensor, mask: Tensor, greedy: bool = False,
                generator: torch.Generator | None = None,

@@ -14,7 +14,6 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.distributions import Categorical
 
 from pyg_routing.data.problems import Problem
 from pyg_routing.envs.pair_reinsertion.env import PairReinsertionEnv
@@ -25,7 +24,7 @@ from pyg_routing.models.n2s.decoders import ReinsertionDecoder, RemovalDecoder
 from pyg_routing.models.n2s.encoder import N2SEncoder
 from pyg_routing.models.pe.positional import PositionalEncoding
 from pyg_routing.models.policy import ImprovementPolicy
-from pyg_routing.models.sampling import sample_categorical
+from pyg_routing.models.sampling import log_prob_entropy, sample_categorical
 
 #: the encoder of each ``encoder`` choice (both read coordinates only)
 ENCODER_CLASSES = {"native": N2SEncoder, "gps": GPSEncoder}
@@ -84,9 +83,9 @@ class N2SPolicy(ImprovementPolicy):
                generator: torch.Generator | None) -> tuple[Tensor, Tensor, Tensor]:
         """Pick (or score the given ``action [B, 3]``) a removal, then a reinsertion."""
         action, removal, pair, place, k = self._choose(h, obs, action, greedy, generator)
-        d_pair, d_place = Categorical(logits=removal), Categorical(logits=place)
-        log_prob = d_pair.log_prob(pair) + d_place.log_prob(k)
-        return action, log_prob, d_pair.entropy() + d_place.entropy()
+        lp_pair, ent_pair = log_prob_entropy(removal, pair)
+        lp_place, ent_place = log_prob_entropy(place, k)
+        return action, lp_pair + lp_place, ent_pair + ent_place
 
     def act(self, obs: Any, greedy: bool = False,
             generator: torch.Generator | None = None) -> Tensor:
