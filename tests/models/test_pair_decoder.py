@@ -247,3 +247,28 @@ def test_sample_categorical_never_draws_a_trailing_zero_when_u_rounds_to_the_tot
                         lambda *a, **k: torch.ones(a[0], a[1], dtype=k["dtype"]))
     probs = torch.tensor([[0.2, 0.8, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
     assert sampling.sample_categorical(probs).tolist() == [1, 3]
+
+
+def test_slices_under_cpu_bf16_autocast_match_one_slice(monkeypatch):
+    """Under ``bf16-mixed`` on the CPU the sliced passes run in the products' bf16 and
+    sum ``A`` in float32: the scores and gradients of one slice, to bf16 rounding."""
+    from pyg_routing.models.dact import pair_scores as module
+
+    torch.manual_seed(0)
+    dec = PairDecoder(32, heads=4)
+    h = torch.randn(6, 9, 32, requires_grad=True)
+    mask = torch.rand(6, 9, 9) < 0.7
+    runs = []
+    for budget in (None, 2 * 9 * 9 * 32):
+        if budget is not None:
+            monkeypatch.setattr(module, "chunk_budget", lambda device, b=budget: b)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = dec(h, mask)
+        assert out.dtype == torch.bfloat16
+        grads = torch.autograd.grad(out[mask].float().sum(), [h, dec.mix[0].weight])
+        runs.append((out, grads))
+    (one, g_one), (sliced, g_sliced) = runs
+    torch.testing.assert_close(sliced, one)
+    for a, b in zip(g_sliced, g_one):
+        assert a.dtype == torch.float32
+        torch.testing.assert_close(a, b, rtol=2e-2, atol=1e-2)
