@@ -71,18 +71,25 @@ class PairWorkspace:
         self.pairs = torch.ones(pairs, heads + 1, dtype=dtype, device=device)
         self.hidden = torch.empty(pairs, hidden, dtype=dtype, device=device)
 
+    def first_layer(self, compat: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
+        """The pairs ``c~ [P, H+1]`` of ``compat [b, H, M, M]`` and their first layer
+        ``c~ W`` before the ReLU (``weight``: :func:`_first_weight`), both views of the
+        workspace."""
+        b, h, m, _ = compat.shape
+        p = b * m * m
+        pairs = self.pairs[:p]
+        pairs.view(b, m, m, h + 1)[..., :h].copy_(compat.permute(0, 2, 3, 1))
+        return pairs, torch.mm(pairs, weight, out=self.hidden[:p])
+
 
 def search_pair_scores(compat: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
                        clip: float, workspace: PairWorkspace) -> Tensor:
     """:func:`pair_scores` for a slice of a search batch, the same values bit for bit,
     with nothing allocated per pair but the ``[P, 1]`` output: the pairs matrix and the
     hidden activations are written into ``workspace``, tanh and the clip in place."""
-    b, h, m, _ = compat.shape
-    p = b * m * m
-    pairs = workspace.pairs[:p]
-    pairs.view(b, m, m, h + 1)[..., :h].copy_(compat.permute(0, 2, 3, 1))
-    hidden = torch.mm(pairs, _first_weight(w1, b1, pairs.dtype),
-                      out=workspace.hidden[:p]).relu_()
+    b, _, m, _ = compat.shape
+    weight = _first_weight(w1, b1, workspace.pairs.dtype)
+    hidden = workspace.first_layer(compat, weight)[1].relu_()
     out = torch.addmm(b2.to(hidden.dtype), hidden, w2.t().to(hidden.dtype))
     return out.view(b, m, m).tanh_().mul_(clip)
 
@@ -170,11 +177,8 @@ class PairScores(torch.autograd.Function):
             for sl in _pair_slices(q, f):
                 work = work or _SliceWork(sl, q, f)
                 c = sl.stop - sl.start
-                p = c * m * m
-                pairs = work.pairs.pairs[:p]
-                pairs.view(c, m, m, h + 1)[..., :h].copy_(
-                    work.compat(q, k, sl).permute(0, 2, 3, 1))
-                mask = torch.mm(pairs, weight, out=work.pairs.hidden[:p]).gt_(0)  # [p, F]
+                pairs, mask = work.pairs.first_layer(work.compat(q, k, sl), weight)
+                mask.gt_(0)                                                 # [p, F]
                 o = out[sl]
                 g_z = (clip - o * o / clip).mul_(g_out[sl]).reshape(-1, 1).to(dt)  # [p, 1]
                 a += (pairs * g_z).t().mm(mask)
