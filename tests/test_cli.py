@@ -143,3 +143,46 @@ def test_cost_options_that_do_not_apply_are_refused(argv, message, tmp_path, cap
     code, out, err = run(capsys, "generate", "--num-instances", "1", "--root", str(tmp_path),
                          *argv)
     assert code == 2 and message in err and out == ""
+
+
+def test_lightnings_warnings_about_our_own_choices_are_off_in_quiet_runs(monkeypatch):
+    """On a machine of many cores Lightning warns that our loaders have no workers, and
+    on a GPU machine that a CPU run leaves the GPU unused: a quiet run shows neither
+    (Lightning's own checks, made to fire here, with their current wording); a verbose
+    one and other warnings are untouched."""
+    import warnings
+
+    import lightning as L
+    from lightning.pytorch.accelerators import CUDAAccelerator
+    from lightning.pytorch.trainer import setup
+    from lightning.pytorch.trainer.connectors import data_connector
+    from torch.utils.data import DataLoader
+
+    from pyg_routing.training.fit import quiet_lightning
+
+    trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False)
+    monkeypatch.setattr(data_connector, "suggested_max_num_workers", lambda devices: 8)
+    monkeypatch.setattr(CUDAAccelerator, "is_available", staticmethod(lambda: True))
+
+    def lightnings_checks():
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with quiet_lightning(quiet):
+                data_connector._worker_check(trainer, DataLoader([1, 2]), "predict_dataloader")
+                setup._log_device_info(trainer)
+                warnings.warn("something the user should see", UserWarning, stacklevel=1)
+        return [str(w.message) for w in seen]
+
+    quiet = False
+    loud = lightnings_checks()
+    assert any("does not have many workers" in m for m in loud)
+    assert any(m.startswith("GPU available but not used") for m in loud)
+    quiet = True
+    assert lightnings_checks() == ["something the user should see"]
+    # the bare Trainer that checks a command's options first warns nothing either
+    from pyg_routing.training.fit import check_trainer
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert check_trainer("cpu", 1) == 1
+    assert [str(w.message) for w in seen] == []

@@ -166,8 +166,8 @@ def search_jobs(workers: Workers, jobs: list[SearchJob], search: Any, stop: Any,
                 trained: bool, out: Path) -> tuple[list[dict[str, Any]] | None, dict[str, Any]]:
     """``search`` with ``policy`` until ``stop`` on every job, over ``workers``; a
     trained policy runs on ``workers.accelerator``, a baseline on the CPU. Returns the
-    job results on rank 0 (else ``None``) and the workers' ``threads`` and ``device``
-    (type)."""
+    job results on rank 0 (else ``None``) and the workers' ``threads`` and the
+    ``device`` type the jobs ran on."""
     from pyg_routing.training.fit import check_trainer
     from pyg_routing.training.search_predictor import SearchPredictor, run_jobs
 
@@ -178,4 +178,5 @@ def search_jobs(workers: Workers, jobs: list[SearchJob], search: Any, stop: Any,
     predictor = SearchPredictor(search, stop, policy, seed=workers.seed, threads=threads)
     done = run_jobs(jobs, predictor, out, accelerator=accelerator, devices=workers.workers,
                     num_nodes=workers.num_nodes, progress=workers.progress)
-    return done, {"threads": threads, "device": predictor.device.type}
+    device = done[0]["device"] if done else None          # where the jobs ran
+    return done, {"threads": threads, "device": device}

@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,10 +74,11 @@ def lightning_errors() -> tuple[type[BaseException], ...]:
 
 
 def _bare_trainer(**options: Any) -> Any:
-    """A ``lightning.Trainer`` with ``options`` that logs and writes nothing (its
-    warnings, if any, are those the real Trainer gives, shown once as before: a
-    ``warnings.catch_warnings`` here would reset Python's once-per-place registry and
-    repeat other warnings later)."""
+    """A ``lightning.Trainer`` with ``options`` that logs, writes and warns nothing: its
+    warnings are those the real Trainer built with the same options gives next, shown
+    there (or kept off by :func:`quiet_lightning`), once; leaving the
+    ``warnings.catch_warnings`` here resets Python's once-per-place registry, so they
+    are not lost."""
     import logging
 
     import lightning as L
@@ -84,8 +86,9 @@ def _bare_trainer(**options: Any) -> Any:
     level = logging.root.manager.disable
     logging.disable(logging.INFO)                  # "GPU available: ..." notices
     try:
-        return L.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, **options)
+        with warnings.catch_warnings(record=True):
+            return L.Trainer(logger=False, enable_checkpointing=False,
+                             enable_progress_bar=False, enable_model_summary=False, **options)
     finally:
         logging.disable(level)
 
@@ -247,10 +250,19 @@ def shows_progress(wanted: bool = True) -> bool:
     return bool(wanted) and sys.stderr.isatty()
 
 
+#: Lightning's warnings about what we chose (see :func:`quiet_lightning`), as the
+#: ``warnings`` filter's message patterns Lightning's "Warnings" page suggests.
+_NOT_THE_USERS = (r".*does not have many workers", r"GPU available but not used")
+
+
 @contextlib.contextmanager
 def quiet_lightning(quiet: bool = True) -> Iterator[None]:
     """Lightning's device lines ("GPU available: ..."), tips and info-level notices
-    off while ``quiet`` (its warnings that mean something still show)."""
+    off while ``quiet`` (its warnings that mean something still show). Two warnings are
+    off too, being about our choices, not the user's: DataLoader workers (ours generate
+    or hand over in-memory instances; a worker process would only copy them) and "GPU
+    available but not used" (a baseline searches on the CPU by design; a CPU training is
+    what the user asked for)."""
     if not quiet:
         yield
         return
@@ -261,7 +273,10 @@ def quiet_lightning(quiet: bool = True) -> Iterator[None]:
     for lg in loggers:
         lg.setLevel(logging.WARNING)
     try:
-        yield
+        with warnings.catch_warnings():
+            for message in _NOT_THE_USERS:
+                warnings.filterwarnings("ignore", message=message)
+            yield
     finally:
         for lg, level in zip(loggers, levels):
             lg.setLevel(level)

@@ -134,7 +134,9 @@ class SearchPredictor(L.LightningModule):
         # the job's means in the search's own dtype (a batched search's own numbers)
         return {"job": job.index, "rows": rows, "count": len(rows),
                 "cost": float(res.cost.mean()), "initial_cost": float(res.initial_cost.mean()),
-                "seconds": res.seconds, "iterations": res.iterations}
+                "seconds": res.seconds, "iterations": res.iterations,
+                # read here: Lightning moves the module back to the CPU when predict ends
+                "device": self.device.type}
 
 
 class RowWriter(BasePredictionWriter):

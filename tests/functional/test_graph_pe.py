@@ -297,7 +297,7 @@ def test_no_solution_raises_typed_error():
 def test_on_device_matches_cpu(device):
     datas = [solution(n, routes, seed=i) for i, (n, routes) in enumerate(random_cases(6, 7))]
     batch = Batch.from_data_list(datas)
-    moved = batch.to(device)
+    moved = batch.clone().to(device)          # PyG's Data.to moves in place
     for fn in (laplacian_pe, random_walk_pe):
         got = fn(moved.edge_index, moved.num_nodes, moved.batch)
         assert got.device.type == device and torch.isfinite(got).all()

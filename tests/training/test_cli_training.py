@@ -44,11 +44,26 @@ def test_evaluate_a_checkpoint_and_the_random_baseline(checkpoint, tmp_path, cap
     res = json.loads(out)
     assert res["cost"] <= res["initial_cost"] + 1e-9
     assert res["gap_percent"] > -1e-6       # PyVRP is at least as good on CVRP-8
+    assert res["device"] == "cpu"
     code, out, _ = run(capsys, "evaluate", "--policy", "random", "--reference.solver", "none",
                        "--test.init", "random", *common)
     res = json.loads(out)
-    assert code == 0 and res["init"] == "random"
+    assert code == 0 and res["init"] == "random" and res["device"] == "cpu"
     assert res["cost"] <= res["initial_cost"] + 1e-9
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_evaluate_on_cuda_reports_the_device_it_ran_on(checkpoint, tmp_path, capsys):
+    """The trained policy searches on the GPU, and the result says so (Lightning moves
+    the predictor back to the CPU when ``predict`` ends; the device is read before)."""
+    code, out, err = run(capsys, "evaluate", "--checkpoint", checkpoint, "--accelerator", "gpu",
+                         "--problem", "cvrp", "--num-customers", "8", "--test.instances", "3",
+                         "--test.steps", "6", "--reference.solver", "none",
+                         "--out", str(tmp_path / "eval"), "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["device"] == "cuda" and res["cost"] <= res["initial_cost"] + 1e-9
 
 
 @pytest.mark.slow
