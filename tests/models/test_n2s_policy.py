@@ -188,12 +188,81 @@ def test_instance_norm_is_n2s_unbiased_normalisation_with_its_gradient():
                                torch.autograd.grad((ref * g).sum(), x)[0])
 
 
-def test_gather_sum_equals_two_gathers_with_its_gradient():
-    from pyg_routing.models.n2s.decoders import GatherSum
-
+def _places_setting(dtype=torch.float64, b=7, m=6, k=9):
     gen = torch.Generator().manual_seed(0)
-    a = torch.randn(6, 3, dtype=torch.float64, generator=gen, requires_grad=True)
-    b = torch.randn(4, 3, dtype=torch.float64, generator=gen, requires_grad=True)
-    ia, ib = torch.tensor([0, 5, 5, 2, 0]), torch.tensor([3, 3, 1, 0, 2])   # repeated rows
-    torch.testing.assert_close(GatherSum.apply(a, b, ia, ib), a[ia] + b[ib])
-    assert torch.autograd.gradcheck(lambda x, y: GatherSum.apply(x, y, ia, ib), (a, b))
+    left = torch.randn(b, m, 5, dtype=dtype, generator=gen, requires_grad=True)
+    right = torch.randn(b, m, 5, dtype=dtype, generator=gen, requires_grad=True)
+    first = torch.randint(m, (b, k), generator=gen)         # repeated rows included
+    second = torch.randint(m, (b, k), generator=gen)
+    weights = [torch.randn(*shape, dtype=dtype, generator=gen, requires_grad=True)
+               for shape in ((4, 5), (4,), (1, 4), (1,))]
+    return left, right, first, second, weights
+
+
+def _places_by_autograd(left, right, first, second, w_h, b_h, w_o, b_o):
+    rows = torch.arange(left.size(0)).unsqueeze(1)
+    z = F.relu(left[rows, first] + right[rows, second])
+    return F.linear(F.relu(F.linear(z, w_h, b_h)), w_o, b_o).squeeze(-1)
+
+
+def _grads(fn, inputs, w):
+    out = fn(*inputs)
+    return out, torch.autograd.grad((out * w).sum(), [inputs[0], inputs[1], *inputs[4:]])
+
+
+@pytest.mark.parametrize("budget", [1 << 20, 40])         # one slice; a slice per instance
+def test_place_scores_equal_autograd_in_slices_with_their_gradient(monkeypatch, budget):
+    """The reinsertion places' MLP (``PlaceScores``): the logits and every gradient of
+    plain autograd, in one slice and in one slice per instance; gradcheck in both."""
+    from pyg_routing.models.n2s import place_scores as module
+
+    monkeypatch.setattr(module, "chunk_budget", lambda device: budget)
+    left, right, first, second, weights = _places_setting()
+    assert len(module.place_slices(left, first, 4)) == (1 if budget > 40 else 7)
+    inputs = (left, right, first, second, *weights)
+    w = torch.randn(first.shape, dtype=left.dtype, generator=torch.Generator().manual_seed(1))
+    got, got_grads = _grads(module.PlaceScores.apply, inputs, w)
+    want, want_grads = _grads(_places_by_autograd, inputs, w)
+    torch.testing.assert_close(got, want)
+    for g, e in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, e)
+    with torch.no_grad():
+        assert torch.equal(module.place_scores(*inputs), got)
+    assert torch.autograd.gradcheck(
+        lambda a, b, *ws: module.PlaceScores.apply(a, b, first, second, *ws),
+        (left, right, *weights))
+
+
+def test_place_scores_in_one_slice_give_autograds_weight_gradients_bit_for_bit():
+    """One slice makes autograd's own products: the weight gradients are its bits
+    (the sides' gradients sum repeated rows in another order: equal to rounding)."""
+    from pyg_routing.models.n2s.place_scores import PlaceScores
+
+    left, right, first, second, weights = _places_setting(torch.float32, b=3, m=30, k=200)
+    inputs = (left, right, first, second, *weights)
+    w = torch.randn(first.shape, generator=torch.Generator().manual_seed(1))
+    got, got_grads = _grads(PlaceScores.apply, inputs, w)
+    want, want_grads = _grads(_places_by_autograd, inputs, w)
+    assert torch.equal(got, want)
+    for g, e in zip(got_grads[2:], want_grads[2:]):
+        assert torch.equal(g, e)
+    for g, e in zip(got_grads[:2], want_grads[:2]):
+        torch.testing.assert_close(g, e)
+
+
+def test_place_scores_under_cpu_bf16_autocast_run_the_layers_in_bf16():
+    """As the ``addmm`` autocast casts: the hidden and output layers in bf16, the
+    gradients back in the parameters' dtypes, close to float32's."""
+    from pyg_routing.models.n2s.place_scores import PlaceScores
+
+    left, right, first, second, weights = _places_setting(torch.float32)
+    inputs = (left, right, first, second, *weights)
+    w = torch.randn(first.shape, generator=torch.Generator().manual_seed(1))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got, got_grads = _grads(PlaceScores.apply, inputs, w)
+    want, want_grads = _grads(_places_by_autograd, inputs, w)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want, atol=0.1, rtol=0.05)
+    for g, e in zip(got_grads, want_grads):
+        assert g.dtype == torch.float32
+        torch.testing.assert_close(g, e, atol=0.2, rtol=0.05)

@@ -13,7 +13,8 @@ changing the function:
   of ``i`` and 8 of ``j``), so it is two ``[B, M, 32]`` products and a gather-and-sum; and
   only the ``P (2P - 1)`` allowed entries are scored
   (:func:`~pyg_routing.functional.pickup_delivery.reinsertion_candidates`), not
-  all ``M^2``.
+  all ``M^2``, by an MLP run in slices of instances in both passes
+  (:mod:`~pyg_routing.models.n2s.place_scores`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pyg_routing.functional.chunks import (
@@ -30,6 +30,7 @@ from pyg_routing.functional.chunks import (
     instances_per_chunk,
     needs_grad,
 )
+from pyg_routing.models.n2s.place_scores import PlaceScores, place_scores
 
 
 def _mlp(inputs: int, hidden: int = 32) -> nn.Sequential:
@@ -52,34 +53,6 @@ def _uniform_(param: Tensor) -> None:
     """N2S's init of its raw weight tensors: ``U(±1/sqrt(size(-1)))``."""
     bound = 1.0 / math.sqrt(param.size(-1))
     nn.init.uniform_(param, -bound, bound)
-
-
-class GatherSum(torch.autograd.Function):
-    """``a[ia] + b[ib]`` for row tables ``a [Na, F]``, ``b [Nb, F]`` and row ids
-    ``ia, ib [K]``: ``[K, F]``.
-
-    Forward is one ``embedding_bag`` (a bag of two rows per output) instead of two
-    gathers and an add; backward is two ``index_add_`` over the rows, because
-    ``embedding_bag``'s own backward is about four times slower on the CPU.
-    """
-
-    @staticmethod
-    def forward(ctx, a: Tensor, b: Tensor, ia: Tensor, ib: Tensor) -> Tensor:
-        ctx.save_for_backward(ia, ib)
-        ctx.shapes = (a.shape, a.dtype, b.shape, b.dtype)
-        table = torch.cat([a, b.to(a.dtype)])
-        return F.embedding_bag(torch.stack([ia, ib + a.size(0)], -1), table, mode="sum")
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
-        ia, ib = ctx.saved_tensors
-        a_shape, a_dtype, b_shape, b_dtype = ctx.shapes
-        ga = gb = None
-        if ctx.needs_input_grad[0]:
-            ga = grad.new_zeros(a_shape).index_add_(0, ia, grad).to(a_dtype)
-        if ctx.needs_input_grad[1]:
-            gb = grad.new_zeros(b_shape).index_add_(0, ib, grad).to(b_dtype)
-        return ga, gb, None, None
 
 
 class RemovalDecoder(nn.Module):
@@ -173,15 +146,12 @@ class ReinsertionDecoder(nn.Module):
     def forward(self, h: Tensor, succ: Tensor, pickup: Tensor, delivery: Tensor,
                 first: Tensor, second: Tensor) -> Tensor:
         left, right = self._sides(h, succ, pickup, delivery)
-        b = h.size(0)
-        # Without gradients, the places in slices of instances (functional/chunks.py):
-        # their [B*K, 32] activations (40 MB at PDP-101, B = 64) never exist whole.
-        per_chunk = instances_per_chunk(2 * first.size(1) * self.hidden.out_features,
-                                        chunk_budget(h.device))
-        if b > per_chunk and not needs_grad(self, h):
-            return torch.cat([self._places(left[sl], right[sl], first[sl], second[sl])
-                              for sl in batch_slices(b, per_chunk)])
-        return self._places(left, right, first, second)
+        # The places' [B*K, 32] activations (40 MB at PDP-101, B = 64) never exist
+        # whole: both forms run in slices of instances (place_scores.py).
+        weights = (self.hidden.weight, self.hidden.bias, self.out.weight, self.out.bias)
+        if needs_grad(self, h):
+            return PlaceScores.apply(left, right, first, second, *weights)
+        return place_scores(left, right, first, second, *weights)
 
     def _sides(self, h: Tensor, succ: Tensor, pickup: Tensor, delivery: Tensor
                ) -> tuple[Tensor, Tensor]:
@@ -202,19 +172,3 @@ class ReinsertionDecoder(nn.Module):
         left = torch.einsum("bmkh,fkh->bmf", side[:, :, 0], w[:, 0]) + self.first.bias
         right = torch.einsum("bmkh,fkh->bmf", side[:, :, 1], w[:, 1])
         return left, right
-
-    def _places(self, left: Tensor, right: Tensor, first: Tensor, second: Tensor) -> Tensor:
-        """The logits ``[B, K]`` of the places ``(first, second)`` from the sides."""
-        b, m, _ = left.shape
-        # left[first] + right[second] as ONE gather-and-sum (an embedding bag of two
-        # rows per place), not two [B*K, F] gathers and an add. The rest of the MLP
-        # written out: ReLUs in place on fresh tensors, the last layer a matrix-vector
-        # product ([B*K, 32] activations are the decoder's bulk).
-        offset = torch.arange(b, device=left.device).unsqueeze(1) * m
-        z = GatherSum.apply(left.reshape(b * m, -1), right.reshape(b * m, -1),
-                            (first + offset).reshape(-1),
-                            (second + offset).reshape(-1)).relu_()          # [B*K, F]
-        z = torch.addmm(self.hidden.bias, z, self.hidden.weight.t())
-        # addmv is not on CPU autocast's list: cast by hand (bf16-mixed on CPU)
-        return torch.addmv(self.out.bias.to(z.dtype), z.relu_(),
-                           self.out.weight[0].to(z.dtype)).view(b, -1)
