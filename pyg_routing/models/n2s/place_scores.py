@@ -5,7 +5,7 @@ the largest computation of an N2S training update.
 At PDP-101 (``K`` = 4 950 places, ``B`` = 64) the places' two hidden layers are
 ``[B*K, 32]`` activations of 40 MB each. Under autograd they, their ReLU masks and
 their gradients (about eight such tensors per update) were fresh maps that glibc gives
-back on free: about 80 000 page faults per update, each one faulted and zeroed again.
+back on free: about 60 000 page faults per update, each page faulted and zeroed again.
 Here both passes run in cache-sized slices of instances:
 
 * :func:`place_scores` writes the logits slice by slice (the search's form, and the
