@@ -9,6 +9,7 @@ imports none of torch, PyG or Lightning.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -104,6 +105,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def run() -> int:
+    """The ``pyg-routing`` script: :func:`main`, whose status it returns for the exit.
+
+    Before it exits, the interpreter collects the reference cycles among the objects of
+    every module it tears down; with torch, PyG and Lightning loaded that took 1.2-1.5 s
+    on the 2-core development machine, after the command's work was done. Frozen
+    (``gc.freeze``), the objects alive at the end are left to reference counting, which
+    frees what the exit must free; ``atexit`` handlers and ``weakref.finalize`` still
+    run. Only the script does this: :func:`main` called in a process that goes on
+    (tests, notebooks) leaves the collector alone.
+    """
+    code = main()
+    gc.freeze()
+    return code
+
+
 def _takes_name(module: Any) -> bool:
     return getattr(module, "TAKES_COMMAND_NAME", False)
 
@@ -141,4 +158,4 @@ def _print_text(obj: Any, indent: int = 0) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(run())

@@ -186,3 +186,23 @@ def test_lightnings_warnings_about_our_own_choices_are_off_in_quiet_runs(monkeyp
         warnings.simplefilter("always")
         assert check_trainer("cpu", 1) == 1
     assert [str(w.message) for w in seen] == []
+
+
+def test_the_script_exits_with_mains_status_and_leaves_the_collector_alone_in_process(capsys):
+    """``pyg-routing`` (``cli.run``) freezes the collector after the command, so the exit
+    skips the final collection over torch's, PyG's and Lightning's objects; atexit
+    handlers still run. ``main`` in a process that goes on freezes nothing."""
+    import gc
+    import subprocess
+    import sys
+
+    code = ("import atexit, gc, sys; "
+            "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0)); "
+            "sys.argv = ['pyg-routing', 'nonsense']; "
+            "from pyg_routing.cli import run; sys.exit(run())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 2 and "unknown command 'nonsense'" in out.stderr
+    assert out.stdout.strip() == "frozen True"
+    frozen = gc.get_freeze_count()
+    assert main(["nonsense"]) == 2 and gc.get_freeze_count() == frozen
+    capsys.readouterr()
