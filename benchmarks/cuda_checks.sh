@@ -54,7 +54,7 @@ fi
 
 # 1. the CUDA and AMP tests
 want tests && step "pytest -k cuda" "$out/tests.log" 300 $py -m pytest -q -p no:cacheprovider -k cuda \
-    --continue-on-collection-errors -rfE \
+    --continue-on-collection-errors -rfEs \
     -n 8 tests
 want tests && tail -n 15 "$out/tests.log"
 
