@@ -16,7 +16,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from pyg_routing.functional.chunks import needs_grad
 from pyg_routing.models.attention import instance_norm
+from pyg_routing.models.n2s.synthesis_scores import SynthesisScores
 from pyg_routing.models.pe.rope import RotaryPE
 
 __all__ = ["SynthesisAttentionLayer", "instance_norm"]
@@ -71,6 +73,15 @@ class SynthesisAttentionLayer(nn.Module):
             if position is None:
                 raise ValueError("RoPE in Synthesis Attention needs the tour positions")
             q, k = self.rotary(q, k, position)
+        if pos_scores is not None and pos_scores.shape != (b, self.heads, m, m):
+            raise ValueError(f"positional scores of shape {tuple(pos_scores.shape)}; "
+                             f"expected {(b, self.heads, m, m)}")
+        if needs_grad(self, h, pos_scores):
+            # training: both passes in cache-sized slices (synthesis_scores.py)
+            s = SynthesisScores.apply(q, k, pos_scores, self.mix_node.weight,
+                                      self.mix_node.bias, self.mix_pos.weight,
+                                      self.mix_out.weight, self.mix_out.bias)
+            return torch.softmax(s, -1), v
         a_node = (q @ k.transpose(-1, -2)).view(b, self.heads, m * m)
         # Channels-first MLP over the 2H score channels of every pair, as batched
         # products with the weights broadcast over the batch (``matmul`` of a 2-D
@@ -80,9 +91,6 @@ class SynthesisAttentionLayer(nn.Module):
         else:
             # The positional half with the bias, then the node half accumulated in
             # place (baddbmm_): no extra pass over the [B, 2H, M^2] pair tensor.
-            if pos_scores.shape != (b, self.heads, m, m):
-                raise ValueError(f"positional scores of shape {tuple(pos_scores.shape)}; "
-                                 f"expected {(b, self.heads, m, m)}")
             pos = pos_scores.reshape(b, self.heads, m * m).to(a_node.dtype)
             z = self._mix(self.mix_pos.weight, pos, self.mix_node.bias)
             z.baddbmm_(self._batched(self.mix_node.weight, a_node), a_node)
