@@ -28,16 +28,19 @@ process CPU time says nothing of the GPU's work.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import resource
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from pyg_routing.models.compiled import set_compiled
 from pyg_routing.threads import THREADS_ENV, apply_threads
 
 Op = Callable[[], object]
@@ -164,6 +167,42 @@ def run_ops(ops: list[Op], times: int = 1) -> None:
     for _ in range(times):
         for op in ops:
             op()
+
+
+# ------------------------------------------------------------------ ours
+def search_runners(env: Any, state: Any, policy: torch.nn.Module, precision: str,
+                   label: str = "ours", seed: int = 0) -> dict[str, tuple[Op, int]]:
+    """``{label}: search step`` (what :class:`~pyg_routing.search.StepSearch` does per
+    step: the observation, the policy's move and the environment's step, from ``state``
+    on) and ``{label}: policy`` (the move alone on ``state``'s observation), without
+    gradients, under ``precision``; the draws come from a generator of ``seed``."""
+    device = state.order.device
+    gen = torch.Generator(device=device).manual_seed(seed)
+    current = [state]
+    fixed = env.policy_observation(state, torch.float32)
+
+    def search_step() -> None:
+        policy.eval()
+        with torch.no_grad():
+            obs = env.policy_observation(current[0], torch.float32)
+            current[0] = env.step(current[0], policy.act(obs, generator=gen))[0]
+
+    def policy_move() -> None:
+        policy.eval()
+        with torch.no_grad():
+            policy.act(fixed, generator=gen)
+
+    return {f"{label}: search step": (under_precision(search_step, precision), 1),
+            f"{label}: policy": (under_precision(policy_move, precision), 1)}
+
+
+def compiled_copy(policy: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``policy`` (same weights) whose search path runs under
+    ``torch.compile`` (:func:`pyg_routing.models.compiled.set_compiled`)."""
+    twin = copy.deepcopy(policy)
+    if not set_compiled(twin, True):
+        raise SystemExit(f"--compiled: nothing in {type(policy).__name__} runs compiled")
+    return twin
 
 
 # ------------------------------------------------------------------ timing

@@ -10,6 +10,9 @@ time; see ``_floor.py``):
   the observation (features, masks, route quantities), the policy's move (encoder
   with its node code, pair decoder, sampling) and the environment's step;
 * ``ours: policy``: the policy's move alone on a fixed observation;
+* with ``--compiled``, ``compiled: search step`` and ``compiled: policy``: the same
+  policy with the GPS network's search path (encoder slices, pair scores) under
+  ``torch.compile`` (:mod:`pyg_routing.models.compiled`);
 * ``floor``: the architecture's arithmetic at the same shapes (``M`` nodes with the
   depot copies, ``N = B * M`` rows): the input projection of features and node code
   (``N x (F + W) x D``, ``N x D x D``); per layer the two directed GINs (4 products
@@ -36,6 +39,7 @@ from _floor import (
     add_device_arguments,
     attention,
     backward_shapes,
+    compiled_copy,
     gemms,
     interleaved,
     layer_norm,
@@ -43,6 +47,7 @@ from _floor import (
     one_thread,
     print_table,
     run_ops,
+    search_runners,
     softmax,
     under_precision,
     use_device,
@@ -92,8 +97,14 @@ def main() -> None:
     parser.add_argument("--encoder", default="gps", choices=["gps", "native"],
                         help="native: DACT's own network (the recipes' default), timed "
                              "without a floor (the floor's shapes are the GPS network's)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="add the rows of the same policy with its search path under "
+                             "torch.compile (pyg_routing.models.compiled; the warm-up "
+                             "round compiles)")
     add_device_arguments(parser)
     args = parser.parse_args()
+    if args.compiled and args.encoder != "gps":
+        parser.error("--compiled is an option of the GPS network (--encoder gps)")
     one_thread()
     device = use_device(args.device, args.precision)
     torch.manual_seed(0)
@@ -103,25 +114,12 @@ def main() -> None:
     b, m = state.order.shape
     policy = DACTPolicy.build(args.problem, pe=args.pe, encoder=args.encoder).to(device)
     gen = torch.Generator(device=device).manual_seed(0)
-    current = [state]
-
-    def search_step() -> None:
-        policy.eval()
-        with torch.no_grad():
-            obs = env.policy_observation(current[0], torch.float32)
-            current[0] = env.step(current[0], policy.act(obs, generator=gen))[0]
-
     fixed = env.policy_observation(state, torch.float32)
-
-    def policy_move() -> None:
-        policy.eval()
-        with torch.no_grad():
-            policy.act(fixed, generator=gen)
-
-    search_step = under_precision(search_step, args.precision)
-    policy_move = under_precision(policy_move, args.precision)
-    runners = {"ours: search step": (search_step, 1), "ours: policy": (policy_move, 1)}
-    ours = ["ours: search step", "ours: policy"]
+    runners = search_runners(env, state, policy, args.precision)
+    if args.compiled:
+        runners |= search_runners(env, state, compiled_copy(policy), args.precision,
+                                  label="compiled")
+    ours = list(runners)
     floored = args.encoder == "gps"
     if floored:
         shapes, rest = floor_shapes(policy, b, m)

@@ -10,7 +10,10 @@ time; see ``_floor.py``):
   reinsertion decoders, sampling) and the environment's step;
 * ``ours: policy``: the policy's action alone on a fixed observation;
 * ``floor``: the architecture's arithmetic at the same shapes, CPE scores, pair MLPs
-  and decoders included (``_n2s_floor.py``).
+  and decoders included (``_n2s_floor.py``);
+* with ``--compiled``, ``compiled: search step`` and ``compiled: policy``: the same
+  policy with its encoder's search path under ``torch.compile``
+  (:mod:`pyg_routing.models.compiled`).
 
 ``--train`` adds a PPO update of the same batch (forward with gradients of actor
 and critic scoring the sampled actions, and the backward) against the floor's
@@ -24,11 +27,13 @@ import argparse
 import torch
 from _floor import (
     add_device_arguments,
+    compiled_copy,
     interleaved,
     machine_line,
     one_thread,
     print_table,
     run_ops,
+    search_runners,
     under_precision,
     use_device,
 )
@@ -46,6 +51,10 @@ def main() -> None:
     parser.add_argument("--pe", default="dact_cpe")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--train", action="store_true", help="add the PPO-update rows")
+    parser.add_argument("--compiled", action="store_true",
+                        help="add the rows of the same policy with its search path under "
+                             "torch.compile (pyg_routing.models.compiled; the warm-up "
+                             "round compiles)")
     add_device_arguments(parser)
     args = parser.parse_args()
     one_thread()
@@ -57,28 +66,17 @@ def main() -> None:
     b, m = state.order.shape
     policy = N2SPolicy.build("pdtsp", pe=args.pe).to(device)
     enc = policy.encoder
-    gen = torch.Generator(device=device).manual_seed(0)
-    current = [state]
-
-    def search_step() -> None:
-        policy.eval()
-        with torch.no_grad():
-            obs = env.policy_observation(current[0], torch.float32)
-            current[0] = env.step(current[0], policy.act(obs, generator=gen))[0]
-
     fixed = env.policy_observation(state, torch.float32)
-
-    def policy_move() -> None:
-        policy.eval()
-        with torch.no_grad():
-            policy.act(fixed, generator=gen)
-
     floor = N2SFloor(b, m, enc.dim, enc.heads, len(enc.layers),
                      enc.layers[0].ff[0].out_features, max(enc.pe_width, 1))
-    search_step = under_precision(search_step, args.precision)
-    policy_move = under_precision(policy_move, args.precision)
-    runners = {"ours: search step": (search_step, 1), "ours: policy": (policy_move, 1),
-               "floor": (lambda: run_ops(floor.search), 1)}
+    runners = search_runners(env, state, policy, args.precision)
+    ours = list(runners)
+    if args.compiled:
+        runners |= search_runners(env, state, compiled_copy(policy), args.precision,
+                                  label="compiled")
+        ours = list(runners)
+    runners["floor"] = (lambda: run_ops(floor.search), 1)
+    gen = torch.Generator(device=device).manual_seed(0)
     if args.train:
         prepared = policy.prepare(fixed)
         with torch.no_grad():
@@ -98,7 +96,7 @@ def main() -> None:
           f"rounds")
     rows = interleaved(runners, args.rounds)
     print_table("search (no gradient)", {k: v for k, v in rows.items() if "PPO" not in k},
-                "floor", ["ours: search step", "ours: policy"])
+                "floor", ours)
     if args.train:
         print_table("training", {k: v for k, v in rows.items() if "PPO" in k},
                     "floor: PPO update", ["ours: PPO update"])

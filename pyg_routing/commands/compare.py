@@ -248,6 +248,7 @@ def run(command: RecipeCommand) -> dict[str, Any] | None:
         for baseline, (method, _) in search.lightning.baselines.items():
             result["rows"].append({"encoding": baseline, "method": method, "family": "Baseline",
                                    **search.row(search.baseline(baseline), False, test_ref)})
+    compiled = True if getattr(config.test, "compile", False) else None
     for name in names:
         info = encodings.info(name)
         runs, points = [], []
@@ -261,7 +262,7 @@ def run(command: RecipeCommand) -> dict[str, Any] | None:
             if o.select == "best" and run_["best_checkpoint"]:
                 ckpt = run_["best_checkpoint"]
             policy = backbones.load_policy(ckpt, expect_problem=config.problem, expect_pe=name,
-                                           expect_backbone=config.backbone)
+                                           expect_backbone=config.backbone, compiled=compiled)
             runs.append({**search.row(policy, True, test_ref),
                          "train_seconds": run_["seconds"],
                          "epochs": run_["epochs"], "optimizer_steps": run_["global_step"],

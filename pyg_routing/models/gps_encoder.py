@@ -22,6 +22,7 @@ from pyg_routing.functional.chunks import (
     needs_grad,
 )
 from pyg_routing.functional.index_pe import dense_route_inputs
+from pyg_routing.models.compiled import search_body
 from pyg_routing.models.gps_layer import GPSLayer
 from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
 from pyg_routing.options import ENCODERS, LOCAL_MPS, check_pe_init
@@ -145,6 +146,8 @@ class GPSEncoder(nn.Module):
             within-route position 0 outside every route) to the observation's
             features, for environments whose features do not mark the depot
             (NDS's); ``in_channels`` counts it.
+        compiled: :meth:`forward_dense` runs under ``torch.compile`` where nothing
+            needs a gradient (:mod:`pyg_routing.models.compiled`; search only).
         pe_kwargs: extra arguments of the encoding's transform or module.
 
     Shapes: a ``Batch``/``RoutingData`` with ``N`` nodes -> ``[N, dim]``.
@@ -155,7 +158,8 @@ class GPSEncoder(nn.Module):
                  pe_dim: int = 64, num_bands: int = 4, pe_attr: str = "pe",
                  dropout: float = 0.0, max_route_len: int = 512,
                  pe_init: str | float = "zero", local_mp: str = "directed",
-                 mark_depot: bool = False, **pe_kwargs: Any) -> None:
+                 mark_depot: bool = False, compiled: bool = False,
+                 **pe_kwargs: Any) -> None:
         super().__init__()
         check_heads("GPSEncoder", dim, heads, num_layers=num_layers)
         pe_init = check_pe_init(pe_init)
@@ -163,6 +167,7 @@ class GPSEncoder(nn.Module):
         self.in_channels, self.dim, self.heads = in_channels, dim, heads
         self.local_mp = check_local_mp(local_mp)
         self.pe_init = pe_init
+        self.compiled = bool(compiled)
         # Encoding-specific parts draw from a private stream, and the first layer is
         # built without drawing: the shared weights then come out of the RNG in the
         # same order for every encoding, as a No-PE model draws them.
@@ -276,12 +281,13 @@ class GPSEncoder(nn.Module):
         inputs = {"x": x, "edge_index": edge_index, "pe": pe, "route_pos": route_pos,
                   "route_id": route_id, "succ": succ, "open_routes": open_routes}
         per_chunk = self.slices_without_arcs(b, m, inputs)
+        body = search_body(self, type(self)._dense, x, pe)
         if per_chunk is not None:
             out = x.new_empty(b, m, self.dim)
             for sl in batch_slices(b, per_chunk):
-                out[sl] = self._dense(**slice_inputs(inputs, sl))
+                out[sl] = body(**slice_inputs(inputs, sl))
             return out
-        return self._dense(**inputs)
+        return body(**inputs)
 
     def _dense(self, x: Tensor, edge_index: Tensor | None, pe: Tensor | None,
                route_pos: Tensor | None, route_id: Tensor | None, succ: Tensor | None,
@@ -366,5 +372,7 @@ class GPSEncoder(nn.Module):
         extra = "" if self.local_mp == "directed" else f", local_mp={self.local_mp!r}"
         if self.pe_width and self.pe_init not in ("zero", 0.0):
             extra += f", pe_init={self.pe_init!r}"
+        if self.compiled:
+            extra += ", compiled=True"
         return (f"{type(self).__name__}(in_channels={self.in_channels}, dim={self.dim}, "
                 f"layers={len(self.layers)}, pe={self.pe!r}{extra})")

@@ -22,7 +22,8 @@ class SearchResult:
             slots per instance: the step search's first copy, destroy-and-repair's
             best slot).
         iterations: iterations run (steps, or destroy-and-repair rounds).
-        seconds: wall-clock time of the whole call, start solutions included.
+        seconds: wall-clock time of the whole call, start solutions included (a
+            compiled policy's untimed first move excluded: :class:`~.step.StepSearch`).
         start_seconds: the part of ``seconds`` spent building the start solutions
             (destroy-and-repair; 0 where not measured).
         best_copy: ``[B]`` long, the augmentation copy that found ``routes`` (step

@@ -27,6 +27,7 @@ from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.type_checks import not_a_batch
 from pyg_routing.envs.augment import random_symmetries
 from pyg_routing.envs.base import BatchedState, ImprovementEnv
+from pyg_routing.models.compiled import is_compiled
 from pyg_routing.options import check_augment
 from pyg_routing.search.acceptance import Acceptance, AlwaysAccept
 from pyg_routing.search.result import SearchResult
@@ -90,7 +91,9 @@ class StepSearch:
         Args:
             instances: ``B`` instances of a problem the environment supports.
             policy: an improvement policy, run under ``torch.no_grad()`` in eval
-                mode; ``None``: uniformly random allowed actions (the baseline).
+                mode; ``None``: uniformly random allowed actions (the baseline). A
+                policy with a compiled search path (:mod:`pyg_routing.models.compiled`)
+                first makes one greedy move that is neither timed nor kept: it compiles.
             stop: the budget (:mod:`.stop`); its progress drives the acceptance rule.
             seed: seeds a CPU generator of every random draw (the sampling, a random
                 ``init``, the acceptance rule); ignored when ``generator`` is given.
@@ -134,6 +137,12 @@ class StepSearch:
         taken = 0
         try:
             with torch.no_grad():
+                if isinstance(policy, nn.Module) and is_compiled(policy):
+                    # torch.compile compiles on the first call of each shape (seconds to
+                    # a minute): a greedy move (no random draw) compiles it untimed
+                    w0 = time.perf_counter()
+                    _policy_action(env, policy, state, True, None)
+                    t0 += time.perf_counter() - w0
                 while not stop(taken, time.perf_counter() - t0):
                     action = (env.random_action(state, generator=generator) if policy is None
                               else _policy_action(env, policy, state, self.greedy, sample_gen))

@@ -128,7 +128,8 @@ def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = No
                 checkpoint: dict[str, Any] | None = None, *,
                 trust: bool = False) -> ImprovementPolicy:
     """The trained policy of a checkpoint (eval mode). ``compiled`` overrides
-    whether a DACT decoder uses ``torch.compile`` (default: as trained);
+    whether its search path runs under ``torch.compile`` (default: as trained;
+    :func:`~pyg_routing.models.compiled.set_compiled`);
     ``checkpoint`` is the file's content when the caller already read it with
     :func:`read_checkpoint` (it is then not read again); ``trust`` is passed to
     :func:`read_checkpoint` (UNSAFE: runs code from the file).
@@ -137,7 +138,7 @@ def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = No
         UntrustedFileError: see :func:`read_checkpoint`.
         ValueError: the file is not a training checkpoint, or it was trained with
             another backbone, on another problem or with another encoding than
-            expected.
+            expected; ``compiled=True`` for a policy without a compiled search path.
     """
     ckpt = (read_checkpoint(ckpt_path, map_location, trust=trust) if checkpoint is None
             else checkpoint)
@@ -158,7 +159,11 @@ def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = No
                          f"earlier version of pyg_routing") from None
     import torch
 
+    from pyg_routing.models.compiled import set_compiled
+
     model.to(map_location if isinstance(map_location, str | torch.device) else "cpu")
-    if compiled is not None and hasattr(getattr(model.policy, "decoder", None), "compiled"):
-        model.policy.decoder.compiled = compiled
+    if compiled is not None and not set_compiled(model.policy, compiled) and compiled:
+        raise ValueError(f"checkpoint {ckpt_path}: the {hp['backbone']} policy "
+                         f"{type(model.policy.encoder).__name__} has no compiled search "
+                         f"path (torch.compile applies to the GPS and N2S encoders)")
     return model.policy.eval()

@@ -137,8 +137,9 @@ def test_checkpoint_round_trip_and_load_policy_errors(tmp_path):
     for x, y in zip(_outputs(model.policy), _outputs(loaded.policy)):
         assert torch.equal(x, y)
     pol = load_policy(path, expect_problem="cvrp", expect_pe="ipexpe")
-    assert not pol.training and not pol.decoder.compiled
-    assert load_policy(path, compiled=True).decoder.compiled       # override at load
+    assert not pol.training and not pol.decoder.compiled and not pol.encoder.compiled
+    compiled = load_policy(path, compiled=True)                     # override at load
+    assert compiled.decoder.compiled and compiled.encoder.compiled
     for x, y in zip(_outputs(model.policy), _outputs(pol)):
         assert torch.equal(x, y)
     with pytest.raises(ValueError, match="trained with pe 'ipexpe', but 'ipe' was expected"):
@@ -175,7 +176,10 @@ def test_native_checkpoint_round_trip(tmp_path):
     trainer.fit(model, datamodule=_dm())
     path = tmp_path / "native.ckpt"
     trainer.save_checkpoint(path)
-    pol = load_policy(path, expect_problem="cvrp", expect_pe="dact_cpe", compiled=True)
+    # DACT's own network has no compiled search path: asking for one is refused
+    with pytest.raises(ValueError, match="DualAspectEncoder has no compiled search path"):
+        load_policy(path, compiled=True)
+    pol = load_policy(path, expect_problem="cvrp", expect_pe="dact_cpe", compiled=False)
     assert type(pol.decoder).__name__ == "MHCDecoder" and not pol.training
     model.policy.eval()
     for x, y in zip(_outputs(model.policy), _outputs(pol)):

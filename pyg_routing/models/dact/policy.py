@@ -75,7 +75,8 @@ class DACTPolicy(ImprovementPolicy):
         width ``dim``, :class:`MHCDecoder`, :class:`DACTCritic` with ``critic_heads`` on
         the ``2 dim`` concatenated aspects; ``heads`` in the encoder and the decoder).
         ``encoder="gps"``: :class:`GPSEncoder` (width ``dim``), :class:`PairDecoder`
-        (``compiled``: ``torch.compile`` pair scores), :class:`ValueHead`. Extra keyword
+        (``compiled``: both under ``torch.compile`` where no gradient flows,
+        :mod:`~pyg_routing.models.compiled`), :class:`ValueHead`. Extra keyword
         arguments go to the encoder.
 
         Raises:
@@ -95,7 +96,8 @@ class DACTPolicy(ImprovementPolicy):
             return cls(enc, MHCDecoder(dim, heads), DACTCritic(enc.out_dim, critic_heads),
                        problem=key)
         gps = GPSEncoder(in_channels=width, dim=dim, heads=heads, num_layers=num_layers,
-                         pe=pe, pe_dim=pe_dim, num_bands=num_bands, **encoder_kwargs)
+                         pe=pe, pe_dim=pe_dim, num_bands=num_bands, compiled=compiled,
+                         **encoder_kwargs)
         # The critic reads the node embeddings only, as DACT's own: fed the raw current
         # and best cost (8-12 on CVRP-20) it made a near-constant negative advantage
         # while training was stuck, and the policy flattened back towards random moves

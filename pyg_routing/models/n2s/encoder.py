@@ -28,6 +28,7 @@ from pyg_routing.functional.chunks import (
     instances_per_chunk,
     needs_grad,
 )
+from pyg_routing.models.compiled import search_body
 from pyg_routing.models.gps_encoder import check_heads
 from pyg_routing.models.n2s.synthesis_attention import SynthesisAttentionLayer
 from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
@@ -44,6 +45,8 @@ class N2SEncoder(nn.Module):
         pe: encoding name, or a built :class:`~pyg_routing.models.pe.PositionalEncoding`.
         pe_dim: width of node codes (N2S's CPE: 128).
         num_bands: XPE bands. max_route_len: APE table size.
+        compiled: :meth:`forward_dense` runs under ``torch.compile`` where nothing
+            needs a gradient (:mod:`pyg_routing.models.compiled`; search only).
         pe_kwargs: extra arguments of the encoding's transform or module.
 
     Shapes: ``x [B, M, in_channels]``, ``pe [B, M, width]`` (node kinds but APE),
@@ -53,10 +56,12 @@ class N2SEncoder(nn.Module):
     def __init__(self, in_channels: int = 2, dim: int = 128, heads: int = 4,
                  num_layers: int = 3, ff_hidden: int = 128,
                  pe: str | PositionalEncoding = "dact_cpe", pe_dim: int = 128,
-                 num_bands: int = 4, max_route_len: int = 512, **pe_kwargs: Any) -> None:
+                 num_bands: int = 4, max_route_len: int = 512, compiled: bool = False,
+                 **pe_kwargs: Any) -> None:
         super().__init__()
         check_heads("N2SEncoder", dim, heads, num_layers=num_layers)
         self.in_channels, self.dim, self.heads = in_channels, dim, heads
+        self.compiled = bool(compiled)
         self.positional = PositionalEncoding.build(pe, dim=dim, heads=heads, pe_dim=pe_dim,
                                                    num_bands=num_bands,
                                                    max_route_len=max_route_len, **pe_kwargs)
@@ -119,12 +124,18 @@ class N2SEncoder(nn.Module):
         # a slice's pair channels ([c, 2H, M^2]: 21 MB for the whole batch at PDP-101,
         # B = 64) stay in the cache and are never faulted; the same values, bit for bit.
         per_chunk = instances_per_chunk(4 * self.heads * m * m, chunk_budget(x.device))
+        body = search_body(self, type(self)._dense, x, pe)
         if b > per_chunk and not needs_grad(self, x, pe):
             out = x.new_empty(b, m, self.dim)
             for sl in batch_slices(b, per_chunk):
-                out[sl] = self.forward_dense(*(None if t is None else t[sl] for t in
-                                               (x, pe, route_pos, route_id, open_routes)))
+                out[sl] = body(*(None if t is None else t[sl] for t in
+                                 (x, pe, route_pos, route_id, open_routes)))
             return out
+        return body(x, pe, route_pos, route_id, open_routes)
+
+    def _dense(self, x: Tensor, pe: Tensor | None, route_pos: Tensor | None,
+               route_id: Tensor | None, open_routes: Tensor | None) -> Tensor:
+        """:meth:`forward_dense` after its checks, on the whole batch given."""
         pos_scores = self.positional_scores(pe, route_pos, route_id, open_routes)
         h = self.embed(x)
         position = route_pos if self.positional.rotary is not None else None
@@ -134,4 +145,5 @@ class N2SEncoder(nn.Module):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(in_channels={self.in_channels}, dim={self.dim}, "
-                f"heads={self.heads}, layers={len(self.layers)}, pe={self.pe!r})")
+                f"heads={self.heads}, layers={len(self.layers)}, pe={self.pe!r}"
+                f"{', compiled=True' if self.compiled else ''})")

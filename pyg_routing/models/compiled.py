@@ -1,0 +1,65 @@
+"""``torch.compile`` for the search's no-gradient networks.
+
+A search step is hundreds of small operations per slice of the batch: products, and
+between them bias adds, ReLUs, residual adds, layer norms, head-layout copies and
+casts, each a pass over the slice's activations. Eagerly every pass streams its
+tensor and most allocate one; Inductor fuses the elementwise passes into the
+products' neighbours. On DACT's GPS network at CVRP-100, batch 512 (one CPU thread),
+compiling the encoder's slices and the pair scores brought a search step from
+0.64-0.68 of its arithmetic floor to 0.89-0.92 (``benchmarks/bench_dact.py
+--compiled``, docs/experiments.md).
+
+A module opts in with a ``compiled`` attribute (``False`` by default): where it is
+set and nothing needs a gradient, the module runs its per-slice body through
+:func:`compiled_function`. Training keeps the eager code (its backward passes are
+hand-written where it counts, and compiling autograd is another matter).
+:func:`set_compiled` sets the attribute on every module of a policy that has one.
+
+The first call of each shape compiles (tens of seconds on a laptop CPU; a C++
+compiler on CPU, Triton on CUDA); Inductor caches the result on disk for later
+processes. The values equal the eager code's within float reassociation (fused sums
+run in another order), so a sampled move may differ where two moves' scores tie to the
+last bit.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from pyg_routing.functional.chunks import needs_grad
+
+
+@functools.cache
+def compiled_function(fn: Callable) -> Callable:
+    """``torch.compile(fn)``, built once per process and function. A method is
+    compiled unbound (called with its module first), so the cache holds no module."""
+    return torch.compile(fn)
+
+
+def search_body(module: nn.Module, fn: Callable, *inputs: Tensor | None) -> Callable:
+    """``fn`` (a function of ``type(module)``, e.g. its per-slice body) bound to
+    ``module``: compiled where ``module.compiled`` is set and nothing needs a gradient
+    (``inputs``: the tensors it will read), eager otherwise."""
+    if getattr(module, "compiled", False) and not needs_grad(module, *inputs):
+        return functools.partial(compiled_function(fn), module)
+    return functools.partial(fn, module)
+
+
+def is_compiled(policy: nn.Module) -> bool:
+    """Whether some module of ``policy`` runs its search path compiled."""
+    return any(getattr(mod, "compiled", False) is True for mod in policy.modules())
+
+
+def set_compiled(policy: nn.Module, compiled: bool) -> list[str]:
+    """Set ``compiled`` on every module of ``policy`` that has the attribute; returns
+    their qualified names (empty: nothing in this policy can run compiled)."""
+    names = []
+    for name, mod in policy.named_modules():
+        if isinstance(getattr(mod, "compiled", None), bool):
+            mod.compiled = compiled
+            names.append(name or type(mod).__name__)
+    return names

@@ -1,0 +1,111 @@
+"""The search networks under ``torch.compile`` (``models/compiled.py``) compute what
+the eager code computes, up to float reassociation; they run only where no gradient
+flows; and a policy without a compiled path says so."""
+
+import shutil
+import time
+
+import pytest
+import torch
+
+from pyg_routing.data.generators import make_generator
+from pyg_routing.envs import PairReinsertionEnv
+from pyg_routing.envs.two_opt import TwoOptEnv
+from pyg_routing.functional import chunks
+from pyg_routing.models import DACTPolicy, N2SPolicy
+from pyg_routing.models import compiled as compiled_module
+from pyg_routing.models.compiled import is_compiled, set_compiled
+from pyg_routing.search import StepSearch, budget
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                                reason="torch.compile on CPU needs a C++ compiler")
+
+
+def _observation(env, problem: str, n: int, b: int, seed: int = 0):
+    inst = make_generator(problem, n, seed=seed).sample(b)
+    state = env.reset(inst, init="random", generator=torch.Generator().manual_seed(seed))
+    return env.policy_observation(state, torch.float32)
+
+
+def _twins(build):
+    """An eager policy and a compiled one with the same weights."""
+    torch.manual_seed(0)
+    eager = build().eval()
+    twin = build().eval()
+    twin.load_state_dict(eager.state_dict())
+    return eager, twin
+
+
+def test_dact_gps_policy_compiled_in_slices_matches_eager(monkeypatch):
+    obs = _observation(TwoOptEnv(), "cvrp", 12, 7)
+    eager, twin = _twins(lambda: DACTPolicy.build("cvrp", dim=32, pe_dim=8))
+    assert set_compiled(twin, True) == ["encoder", "decoder"]
+    assert "compiled=True" in repr(twin.encoder) and "compiled=True" in repr(twin.decoder)
+    # slices of 3, 3 and 1 instances: two shapes, the second compiled with a dynamic batch
+    monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 3 * 8 * obs.x.size(1) * 32)
+    with torch.no_grad():
+        assert twin.encoder.slices_without_arcs(7, obs.x.size(1),
+                                                twin.encoder.dense_inputs(obs)) == 3
+        torch.testing.assert_close(twin.embed(obs), eager.embed(obs), atol=1e-5, rtol=1e-5)
+        assert torch.equal(twin.act(obs, greedy=True), eager.act(obs, greedy=True))
+    # set back: the eager code again, bit for bit
+    assert set_compiled(twin, False) == ["encoder", "decoder"]
+    with torch.no_grad():
+        assert torch.equal(twin.embed(obs), eager.embed(obs))
+
+
+def test_compiled_paths_stay_eager_with_gradients(monkeypatch):
+    obs = _observation(TwoOptEnv(), "cvrp", 8, 3)
+    eager, twin = _twins(lambda: DACTPolicy.build("cvrp", dim=16, pe_dim=8, compiled=True))
+    set_compiled(eager, False)
+
+    def refuse(fn):
+        raise AssertionError("compiled with a gradient")
+
+    monkeypatch.setattr(compiled_module, "compiled_function", refuse)
+    h = twin.embed(obs)                               # training: autograd, eager code
+    assert h.requires_grad and torch.equal(h, eager.embed(obs))
+    with torch.no_grad(), pytest.raises(AssertionError, match="compiled with a gradient"):
+        twin.embed(obs)
+
+
+def test_n2s_encoder_compiled_matches_eager():
+    obs = _observation(PairReinsertionEnv(), "pdtsp", 10, 3)
+    eager, twin = _twins(lambda: N2SPolicy.build("pdtsp", dim=32, pe_dim=16))
+    assert set_compiled(twin, True) == ["encoder"]
+    obs = eager.prepare(obs)
+    with torch.no_grad():
+        torch.testing.assert_close(twin.embed(obs), eager.embed(obs), atol=1e-5, rtol=1e-5)
+
+
+def test_dact_native_network_has_no_compiled_path():
+    policy = DACTPolicy.build("cvrp", encoder="native", dim=16)
+    assert set_compiled(policy, True) == []
+    assert not any(getattr(m, "compiled", False) for m in policy.modules())
+
+
+def test_step_search_compiles_untimed_and_draws_what_the_eager_policy_draws(monkeypatch):
+    """The search's first, greedy move compiles (here: a stand-in that takes 1 s on its
+    first call and then runs the eager code); it draws nothing and is not timed."""
+    first_calls = []
+
+    def slow_first_call(fn):
+        def run(*args, **kwargs):
+            if not first_calls:
+                first_calls.append(True)
+                time.sleep(1.0)
+            return fn(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(compiled_module, "compiled_function", slow_first_call)
+    inst = make_generator("cvrp", 8, seed=0).sample(3)
+    eager, twin = _twins(lambda: DACTPolicy.build("cvrp", dim=16, pe_dim=8))
+    twin.encoder.compiled = True
+    assert is_compiled(twin) and not is_compiled(eager)
+    search = StepSearch(TwoOptEnv(), init="random", augment=2)
+    a = search.run(inst, eager, budget(iterations=6), seed=1)
+    b = search.run(inst, twin, budget(iterations=6), seed=1)
+    assert first_calls and torch.equal(a.cost, b.cost) and a.routes == b.routes
+    first_calls.clear()
+    timed = search.run(inst, twin, budget(seconds=0.5), seed=1)
+    assert first_calls and timed.iterations > 0 and timed.seconds < 1.0
