@@ -109,3 +109,15 @@ def test_step_search_compiles_untimed_and_draws_what_the_eager_policy_draws(monk
     first_calls.clear()
     timed = search.run(inst, twin, budget(seconds=0.5), seed=1)
     assert first_calls and timed.iterations > 0 and timed.seconds < 1.0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_dact_gps_policy_compiled_on_cuda_matches_eager():
+    obs = _observation(TwoOptEnv(), "cvrp", 12, 7)
+    eager, twin = _twins(lambda: DACTPolicy.build("cvrp", dim=32, pe_dim=8))
+    eager, twin = eager.cuda(), twin.cuda()
+    set_compiled(twin, True)
+    obs = obs.to("cuda")
+    with torch.no_grad():
+        torch.testing.assert_close(twin.embed(obs), eager.embed(obs), atol=1e-4, rtol=1e-4)
+        assert torch.equal(twin.act(obs, greedy=True), eager.act(obs, greedy=True))
