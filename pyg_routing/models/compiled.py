@@ -4,22 +4,23 @@ A search step is hundreds of small operations per slice of the batch: products, 
 between them bias adds, ReLUs, residual adds, layer norms, head-layout copies and
 casts, each a pass over the slice's activations. Eagerly every pass streams its
 tensor and most allocate one; Inductor fuses the elementwise passes into the
-products' neighbours. On DACT's GPS network at CVRP-100, batch 512 (one CPU thread),
-compiling the encoder's slices and the pair scores brought a search step from
-0.64-0.68 of its arithmetic floor to 0.89-0.92 (``benchmarks/bench_dact.py
---compiled``, docs/experiments.md).
+products' neighbours. On DACT's GPS network (one CPU thread), compiling the encoder's
+slices and the pair scores brought a search step from 0.63-0.66 of its arithmetic floor
+to 0.87-0.96 at CVRP-100, batch 512 and TSP-50, batch 64 (``benchmarks/bench_dact.py
+--compiled``, docs/experiments.md). N2S's encoder compiles too, but its time is in its
+products: its step stays near 0.6.
 
 A module opts in with a ``compiled`` attribute (``False`` by default): where it is
 set and nothing needs a gradient, the module runs its per-slice body through
-:func:`compiled_function`. Training keeps the eager code (its backward passes are
-hand-written where it counts, and compiling autograd is another matter).
+:func:`compiled_function`. Training keeps the eager code and its hand-written backward
+passes (compiling the GPS encoder's forward and backward gained about 12 % in a trial).
 :func:`set_compiled` sets the attribute on every module of a policy that has one.
 
-The first call of each shape compiles (tens of seconds on a laptop CPU; a C++
+The first call of each shape compiles (12-45 s on the 2-core development VM; a C++
 compiler on CPU, Triton on CUDA); Inductor caches the result on disk for later
-processes. The values equal the eager code's within float reassociation (fused sums
-run in another order), so a sampled move may differ where two moves' scores tie to the
-last bit.
+processes, and :class:`~pyg_routing.search.StepSearch` makes that call untimed. The
+values equal the eager code's within float reassociation (fused sums run in another
+order), so a sampled move may differ where two moves' scores tie to the last bit.
 """
 
 from __future__ import annotations
