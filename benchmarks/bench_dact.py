@@ -11,8 +11,8 @@ time; see ``_floor.py``):
   with its node code, pair decoder, sampling) and the environment's step;
 * ``ours: policy``: the policy's move alone on a fixed observation;
 * with ``--compiled``, ``compiled: search step`` and ``compiled: policy``: the same
-  policy with the GPS network's search path (encoder slices, pair scores) under
-  ``torch.compile`` (:mod:`pyg_routing.models.compiled`);
+  policy with its search path (encoder, pair scores) under ``torch.compile``
+  (:mod:`pyg_routing.models.compiled`);
 * ``floor``: the architecture's arithmetic at the same shapes (``M`` nodes with the
   depot copies, ``N = B * M`` rows): the input projection of features and node code
   (``N x (F + W) x D``, ``N x D x D``); per layer the two directed GINs (4 products
@@ -103,8 +103,6 @@ def main() -> None:
                              "round compiles)")
     add_device_arguments(parser)
     args = parser.parse_args()
-    if args.compiled and args.encoder != "gps":
-        parser.error("--compiled is an option of the GPS network (--encoder gps)")
     one_thread()
     device = use_device(args.device, args.precision)
     torch.manual_seed(0)

@@ -40,7 +40,7 @@ LOCAL_MPS = ("directed", "undirected", "none")
 #: ``s >= 0`` is accepted too (a code block ``s`` times PyTorch's own draw).
 PE_INITS = ("zero", "default")
 #: options of ``DACTPolicy.build`` that only the GPS network takes
-DACT_GPS_ONLY = ("compiled", "local_mp", "pe_init")
+DACT_GPS_ONLY = ("local_mp", "pe_init")
 #: Width of PolyNet's binary latent in NDS (so at most ``2 ** NDS_Z_DIM`` distinct
 #: rollouts per solution)
 NDS_Z_DIM = 10

@@ -159,9 +159,7 @@ def test_the_grammar_records_the_options_typed_with_their_spelling():
     (["generate", "--data.grid", "10"], "--data.grid 10 applies to --data.costs streets only"),
     # what only a trained policy takes, given to a baseline
     ([*EVALUATE, "--any-size"], "--any-size applies to a trained policy (--checkpoint) only"),
-    ([*EVALUATE, "--backbone", "n2s", "--test.compile", "true"],
-     "--test.compile applies to a trained policy"),
-    ([*EVALUATE, "--test.compile", "true"], "--test.compile true: DACT's own network"),
+    ([*EVALUATE, "--test.compile", "true"], "--test.compile applies to a trained policy"),
     ([*EVALUATE, "--accelerator", "cpu"], "--accelerator cpu applies to a trained policy"),
     ([*EVALUATE, "--trust-checkpoint"], "--trust-checkpoint applies to a trained policy"),
     ([*EVALUATE, "--checkpoint", "x.ckpt"], "x.ckpt"),
@@ -221,7 +219,6 @@ def dact_checkpoint(tmp_path_factory):
     (["--test.starts", "shared", "--test.augment", "1"],
      "--test.starts shared does not apply with --test.augment 1"),
     (["--train.rollouts", "3"], "--train.rollouts is an option of the nds backbone"),
-    (["--test.compile", "true"], "--test.compile true: DACT's own network"),
 ])
 def test_evaluate_refuses_what_its_checkpoint_does_not_take(options, message, dact_checkpoint,
                                                            tmp_path, monkeypatch, capsys):

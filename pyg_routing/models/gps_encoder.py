@@ -281,7 +281,7 @@ class GPSEncoder(nn.Module):
         inputs = {"x": x, "edge_index": edge_index, "pe": pe, "route_pos": route_pos,
                   "route_id": route_id, "succ": succ, "open_routes": open_routes}
         per_chunk = self.slices_without_arcs(b, m, inputs)
-        body = search_body(self, type(self)._dense, x, pe)
+        body = search_body(self, "_dense", x, pe)
         if per_chunk is not None:
             out = x.new_empty(b, m, self.dim)
             for sl in batch_slices(b, per_chunk):

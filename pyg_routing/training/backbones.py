@@ -165,5 +165,5 @@ def load_policy(ckpt_path: str | Path, expect_problem: str | Problem | None = No
     if compiled is not None and not set_compiled(model.policy, compiled) and compiled:
         raise ValueError(f"checkpoint {ckpt_path}: the {hp['backbone']} policy "
                          f"{type(model.policy.encoder).__name__} has no compiled search "
-                         f"path (torch.compile applies to the GPS and N2S encoders)")
+                         f"path")
     return model.policy.eval()

@@ -47,7 +47,7 @@ class DACTLightning(PPOLightning):
     def build_policy(self) -> DACTPolicy:
         c = self.config
         m = c.model
-        gps = {"local_mp": m.local_mp, "pe_init": m.pe_init, "compiled": m.compiled} \
-            if m.encoder == "gps" else {}
+        gps = {"local_mp": m.local_mp, "pe_init": m.pe_init} if m.encoder == "gps" else {}
         return DACTPolicy.build(c.problem, pe=c.encoding_spec, dim=m.dim, heads=m.heads,
-                                num_layers=m.layers, encoder=m.encoder, **gps)
+                                num_layers=m.layers, encoder=m.encoder, compiled=m.compiled,
+                                **gps)

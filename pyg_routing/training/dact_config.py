@@ -56,9 +56,9 @@ class DACTModel(ModelOptions):
     layers: int = bound(3, low=1)
     """encoder layers"""
     compiled: bool = False
-    """gps encoder: run the network's search path (encoder slices, pair scores) under
-    torch.compile where no gradient flows (validation, warm-up, the saved policy's
-    search; needs a C++ compiler on CPU; the first call of a shape compiles)"""
+    """run the network's search path (encoder, pair scores) under torch.compile where no
+    gradient flows (validation, warm-up, the saved policy's search; needs a C++ compiler
+    on CPU; the first call of a shape compiles)"""
     depot_rate: float | None = bound(None, positive=True)
     """CVRP/VRPTW depot copies as DACT's --dummy_rate: ceil(N (1 + rate)) - N for N
     customers (DACT: 0.5 at 20, 0.4 at 50, 0.2 at 100; null: enough for the initial
@@ -127,10 +127,6 @@ class DACTConfig(BackboneConfig):
         from pyg_routing.envs import TwoOptEnv  # its problems and inits; torch when built
 
         self.check_environment(TwoOptEnv())
-        if native and self.test.compile:
-            raise ValueError("--test.compile true: DACT's own network (--model.encoder "
-                             "native) has no compiled search path; torch.compile applies "
-                             "to the gps network")
         if self.model.depot_rate is not None and Problem.parse(self.problem).single_route:
             raise ValueError(f"--model.depot_rate sets the depot copies of CVRP/VRPTW; "
                              f"{self.problem} has one route")

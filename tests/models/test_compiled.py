@@ -12,7 +12,7 @@ from pyg_routing.data.generators import make_generator
 from pyg_routing.envs import PairReinsertionEnv
 from pyg_routing.envs.two_opt import TwoOptEnv
 from pyg_routing.functional import chunks
-from pyg_routing.models import DACTPolicy, N2SPolicy
+from pyg_routing.models import DACTPolicy, N2SPolicy, NDSPolicy
 from pyg_routing.models import compiled as compiled_module
 from pyg_routing.models.compiled import is_compiled, set_compiled
 from pyg_routing.search import StepSearch, budget
@@ -78,10 +78,26 @@ def test_n2s_encoder_compiled_matches_eager():
         torch.testing.assert_close(twin.embed(obs), eager.embed(obs), atol=1e-5, rtol=1e-5)
 
 
-def test_dact_native_network_has_no_compiled_path():
-    policy = DACTPolicy.build("cvrp", encoder="native", dim=16)
-    assert set_compiled(policy, True) == []
-    assert not any(getattr(m, "compiled", False) for m in policy.modules())
+def test_dact_native_policy_compiled_in_slices_matches_eager(monkeypatch):
+    obs = _observation(TwoOptEnv(), "cvrp", 12, 5)
+    eager, twin = _twins(lambda: DACTPolicy.build("cvrp", encoder="native", dim=16))
+    assert set_compiled(twin, True) == ["encoder", "decoder"]
+    assert "compiled=True" in repr(twin.encoder) and "compiled=True" in repr(twin.decoder)
+    obs = eager.prepare(obs)
+    m = obs.x.size(1)
+    # the decoder's scores in slices of 2, 2 and 1 instances
+    monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 2 * m * m * twin.decoder.mix[0].out_features)
+    with torch.no_grad():
+        h = eager.embed(obs)
+        torch.testing.assert_close(twin.embed(obs), h, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(twin.decoder.dact_logits(h), eager.decoder.dact_logits(h),
+                                   atol=1e-5, rtol=1e-5)
+        assert torch.equal(twin.act(obs, greedy=True), eager.act(obs, greedy=True))
+
+
+def test_a_policy_without_a_compiled_path_sets_nothing():
+    policy = NDSPolicy.build("cvrp", pe="none")
+    assert set_compiled(policy, True) == [] and not is_compiled(policy)
 
 
 def test_step_search_compiles_untimed_and_draws_what_the_eager_policy_draws(monkeypatch):

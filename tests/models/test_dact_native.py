@@ -169,9 +169,9 @@ def test_native_searches_stay_feasible(problem):
 def test_gps_only_options_are_refused_for_the_native_network():
     with pytest.raises(ValueError, match="'local_mp' is an option of the GPS network"):
         DACTPolicy.build("cvrp", encoder="native", local_mp="none")
-    with pytest.raises(ValueError, match="'compiled' is an option of the GPS network"):
-        DACTPolicy.build("cvrp", encoder="native", compiled=True)
-    for name, value in (("pe_init", "default"), ("compiled", True), ("local_mp", "none")):
+    with pytest.raises(ValueError, match="'pe_init' is an option of the GPS network"):
+        DACTPolicy.build("cvrp", encoder="native", pe_init="default")
+    for name, value in (("pe_init", "default"), ("local_mp", "none")):
         with pytest.raises(ValueError, match=f"--model.{name} is an option of the gps encoder; "
                                              f"--model.encoder native has no such setting"):
             DACTConfig.create(encoder="native", **{name: value})

@@ -77,8 +77,8 @@ def test_the_cli_takes_encoder_for_every_backbone(tmp_path, capsys):
                 "16", "--encoding.dim", "8", "--train.t-train", "2", "--train.n-step", "2",
                 "--validate.steps", "2", *common]) == 0
     assert cli(["train", "--backbone", "dact", "--model.encoder", "native",
-                "--model.compiled", "true", *common]) == 2
-    assert ("--model.compiled is an option of the gps encoder; --model.encoder native has no "
+                "--model.pe-init", "default", *common]) == 2
+    assert ("--model.pe_init is an option of the gps encoder; --model.encoder native has no "
             "such setting") in capsys.readouterr().err
     assert cli(["train", "--backbone", "nds", "--model.local-mp", "none", *common]) == 2
     assert ("--model.local_mp is an option of the gps encoder; --model.encoder native has no "

@@ -165,6 +165,9 @@ def test_search_with_the_trained_policy_returns_checked_solutions(nds_checkpoint
                                                                  capsys):
     policy = load_policy(nds_checkpoint, expect_problem="cvrp", expect_backbone="nds")
     assert type(policy).__name__ == "NDSPolicy" and policy.encoder.pe == "ipexpe"
+    # NDS's policy has no compiled search path: asking for one is refused
+    with pytest.raises(ValueError, match="NDSEncoder has no compiled search path"):
+        load_policy(nds_checkpoint, compiled=True)
     code, out, err = run_cli(capsys, "search", "--destroy", "policy", "--checkpoint",
                              nds_checkpoint, "--problem", "cvrp", "--num-customers", "12",
                              "--test.instances", "2", "--test.seconds", "30", "--test.steps",

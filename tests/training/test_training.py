@@ -176,11 +176,11 @@ def test_native_checkpoint_round_trip(tmp_path):
     trainer.fit(model, datamodule=_dm())
     path = tmp_path / "native.ckpt"
     trainer.save_checkpoint(path)
-    # DACT's own network has no compiled search path: asking for one is refused
-    with pytest.raises(ValueError, match="DualAspectEncoder has no compiled search path"):
-        load_policy(path, compiled=True)
-    pol = load_policy(path, expect_problem="cvrp", expect_pe="dact_cpe", compiled=False)
+    pol = load_policy(path, expect_problem="cvrp", expect_pe="dact_cpe")
     assert type(pol.decoder).__name__ == "MHCDecoder" and not pol.training
+    assert not pol.encoder.compiled and not pol.decoder.compiled
+    compiled = load_policy(path, compiled=True)                     # override at load
+    assert compiled.encoder.compiled and compiled.decoder.compiled
     model.policy.eval()
     for x, y in zip(_outputs(model.policy), _outputs(pol)):
         assert torch.equal(x, y)

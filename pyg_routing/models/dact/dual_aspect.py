@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from pyg_routing.models.attention import instance_norm
+from pyg_routing.models.compiled import search_body
 from pyg_routing.models.gps_encoder import check_heads
 from pyg_routing.models.pe.positional import PositionalEncoding
 from pyg_routing.models.pe.rope import RotaryPE
@@ -140,6 +141,8 @@ class DualAspectEncoder(nn.Module):
         pe: encoding name, or a built :class:`~pyg_routing.models.pe.PositionalEncoding`.
         pe_dim: width of node codes (DACT's CPE: ``dim``).
         num_bands: XPE bands. max_route_len: APE table size.
+        compiled: :meth:`forward_dense` runs under ``torch.compile`` where nothing
+            needs a gradient (:mod:`pyg_routing.models.compiled`; search only).
         pe_kwargs: extra arguments of the encoding's transform or module.
 
     Shapes: ``x [B, M, in_channels]``, ``pe [B, M, width]`` (node kinds but APE),
@@ -149,10 +152,11 @@ class DualAspectEncoder(nn.Module):
     def __init__(self, in_channels: int, dim: int = 64, heads: int = 4, num_layers: int = 3,
                  ff_hidden: int = 64, pe: str | PositionalEncoding = "dact_cpe",
                  pe_dim: int = 64, num_bands: int = 4, max_route_len: int = 512,
-                 **pe_kwargs: Any) -> None:
+                 compiled: bool = False, **pe_kwargs: Any) -> None:
         super().__init__()
         check_heads("DualAspectEncoder", dim, heads, num_layers=num_layers)
         self.in_channels, self.dim, self.heads = in_channels, dim, heads
+        self.compiled = bool(compiled)
         self.positional = PositionalEncoding.build(pe, dim=dim, heads=heads, pe_dim=pe_dim,
                                                    num_bands=num_bands,
                                                    max_route_len=max_route_len, **pe_kwargs)
@@ -202,6 +206,11 @@ class DualAspectEncoder(nn.Module):
         if x.size(-1) != self.in_channels:
             raise ValueError(f"DualAspectEncoder(in_channels={self.in_channels}) got node "
                              f"features of width {x.size(-1)}")
+        return search_body(self, "_dense", x, pe)(x, pe, route_pos, route_id, open_routes)
+
+    def _dense(self, x: Tensor, pe: Tensor | None, route_pos: Tensor | None,
+               route_id: Tensor | None, open_routes: Tensor | None) -> Tensor:
+        """:meth:`forward_dense` after its check."""
         g = self.positional_input(x, pe, route_pos)
         bias = self.positional.attention_bias(route_pos, route_id, open_routes=open_routes)
         position = route_pos if self.positional.rotary is not None else None
@@ -212,4 +221,5 @@ class DualAspectEncoder(nn.Module):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(in_channels={self.in_channels}, dim={self.dim}, "
-                f"heads={self.heads}, layers={len(self.layers)}, pe={self.pe!r})")
+                f"heads={self.heads}, layers={len(self.layers)}, pe={self.pe!r}"
+                f"{', compiled=True' if self.compiled else ''})")

@@ -27,6 +27,7 @@ from pyg_routing.functional.chunks import (
     needs_grad,
 )
 from pyg_routing.models.attention import instance_norm
+from pyg_routing.models.compiled import search_body
 from pyg_routing.models.dact.dual_aspect import per_head, uniform_
 from pyg_routing.models.dact.pair_decoder import MoveDecoder
 
@@ -57,15 +58,18 @@ class MHCDecoder(MoveDecoder):
         dim: width of each aspect ``D``. heads: compatibility heads per aspect.
         hidden: width of the aggregation MLP (DACT: 32). clip: DACT's ``v_range`` (6).
         dropout: of the aggregation MLP (DACT: 0.05).
+        compiled: the scores run under ``torch.compile`` where nothing needs a gradient
+            (:mod:`pyg_routing.models.compiled`; search only).
 
     Shapes: ``hg [B, M, 2D]`` (node aspect, then positional), ``mask [B, M, M]``,
     ``succ [B, M]`` -> logits ``[B, M, M]`` over the environment's moves.
     """
 
     def __init__(self, dim: int, heads: int = 4, hidden: int = 32, clip: float = 6.0,
-                 dropout: float = 0.05) -> None:
+                 dropout: float = 0.05, compiled: bool = False) -> None:
         super().__init__()
         self.dim, self.heads, self.clip = dim, heads, clip
+        self.compiled = bool(compiled)
         # index 0: node aspect, 1: positional aspect
         self.project_node = nn.ModuleList(nn.Linear(dim, dim, bias=False) for _ in range(2))
         self.project_graph = nn.ModuleList(nn.Linear(dim, dim, bias=False) for _ in range(2))
@@ -101,19 +105,21 @@ class MHCDecoder(MoveDecoder):
         b, m = hg.shape[:2]
         per_chunk = instances_per_chunk(m * m * self.mix[0].out_features,
                                         chunk_budget(hg.device))
+        # compiled (no gradient): Inductor fuses the aggregation MLP's passes instead
+        body = search_body(self, "_pair_logits", hg)
         if b <= per_chunk:
-            return self._pair_logits(refined)
+            return body(refined)
         if needs_grad(self, hg):
             # split, not slicing: the backward concatenates the slices' gradients once
             # instead of zero-filling a whole-size gradient per slice
             return torch.cat([checkpoint(self._pair_logits, part, use_reentrant=False)
                               for part in refined.split(per_chunk, 1)])
         out = hg.new_empty(b, m, m)
-        work = None if self.training else _MixWorkspace(     # training: dropout on
+        work = None if self.training or self.compiled else _MixWorkspace(  # training: dropout
             per_chunk * m * m, 2 * self.heads, self.mix[0].out_features,
             self.mix[3].out_features, refined.dtype, refined.device)
         for sl in batch_slices(b, per_chunk):
-            out[sl] = (self._pair_logits(refined[:, sl]) if work is None
+            out[sl] = (body(refined[:, sl]) if work is None
                        else self._search_pair_logits(refined[:, sl], work))
         return out
 
@@ -156,7 +162,8 @@ class MHCDecoder(MoveDecoder):
         return moves.masked_fill(~mask, float("-inf"))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, clip={self.clip})"
+        return (f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, clip={self.clip}"
+                f"{', compiled=True' if self.compiled else ''})")
 
 
 class _MixWorkspace:

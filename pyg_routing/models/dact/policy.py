@@ -74,9 +74,9 @@ class DACTPolicy(ImprovementPolicy):
         ``encoder="native"``: DACT's network (:class:`DualAspectEncoder` of two aspects of
         width ``dim``, :class:`MHCDecoder`, :class:`DACTCritic` with ``critic_heads`` on
         the ``2 dim`` concatenated aspects; ``heads`` in the encoder and the decoder).
-        ``encoder="gps"``: :class:`GPSEncoder` (width ``dim``), :class:`PairDecoder`
-        (``compiled``: both under ``torch.compile`` where no gradient flows,
-        :mod:`~pyg_routing.models.compiled`), :class:`ValueHead`. Extra keyword
+        ``encoder="gps"``: :class:`GPSEncoder` (width ``dim``), :class:`PairDecoder`,
+        :class:`ValueHead`. ``compiled``: encoder and decoder under ``torch.compile``
+        where no gradient flows (:mod:`~pyg_routing.models.compiled`). Extra keyword
         arguments go to the encoder.
 
         Raises:
@@ -86,15 +86,15 @@ class DACTPolicy(ImprovementPolicy):
         key = TwoOptEnv.check_problem(problem).value
         width = TwoOptEnv.feature_width(key)
         if check_encoder(encoder) == "native":
-            given = [name for name in GPS_ONLY if name in encoder_kwargs] \
-                + (["compiled"] if compiled else [])
+            given = [name for name in GPS_ONLY if name in encoder_kwargs]
             if given:
                 raise ValueError(f"{given[0]!r} is an option of the GPS network "
                                  f"(encoder='gps'); DACT's own network has no such setting")
             enc = DualAspectEncoder(width, dim=dim, heads=heads, num_layers=num_layers, pe=pe,
-                                    pe_dim=pe_dim, num_bands=num_bands, **encoder_kwargs)
-            return cls(enc, MHCDecoder(dim, heads), DACTCritic(enc.out_dim, critic_heads),
-                       problem=key)
+                                    pe_dim=pe_dim, num_bands=num_bands, compiled=compiled,
+                                    **encoder_kwargs)
+            return cls(enc, MHCDecoder(dim, heads, compiled=compiled),
+                       DACTCritic(enc.out_dim, critic_heads), problem=key)
         gps = GPSEncoder(in_channels=width, dim=dim, heads=heads, num_layers=num_layers,
                          pe=pe, pe_dim=pe_dim, num_bands=num_bands, compiled=compiled,
                          **encoder_kwargs)

@@ -124,7 +124,7 @@ class N2SEncoder(nn.Module):
         # a slice's pair channels ([c, 2H, M^2]: 21 MB for the whole batch at PDP-101,
         # B = 64) stay in the cache and are never faulted; the same values, bit for bit.
         per_chunk = instances_per_chunk(4 * self.heads * m * m, chunk_budget(x.device))
-        body = search_body(self, type(self)._dense, x, pe)
+        body = search_body(self, "_dense", x, pe)
         if b > per_chunk and not needs_grad(self, x, pe):
             out = x.new_empty(b, m, self.dim)
             for sl in batch_slices(b, per_chunk):
