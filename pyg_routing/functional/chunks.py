@@ -19,7 +19,7 @@ difference; tests check both per model). ``docs/design.md`` has the measurements
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -58,6 +58,16 @@ def batch_slices(batch: int, per_chunk: int, min_size: int = 1) -> Iterator[slic
         starts.pop()
     for i, start in enumerate(starts):
         yield slice(start, batch if i == len(starts) - 1 else start + per_chunk)
+
+
+def in_slices(body: Callable[..., Tensor], tensors: Sequence[Tensor | None], per_chunk: int,
+              out: Tensor) -> Tensor:
+    """``out[sl] = body(*(t[sl] for t in tensors))`` for the slices of ``per_chunk``
+    instances (:func:`batch_slices` over ``out``'s first dimension; a ``None`` stays
+    ``None``); returns ``out``."""
+    for sl in batch_slices(out.size(0), per_chunk):
+        out[sl] = body(*(None if t is None else t[sl] for t in tensors))
+    return out
 
 
 def needs_grad(module: nn.Module | None, *tensors: Tensor | None) -> bool:

@@ -314,3 +314,35 @@ def test_dual_aspect_attention_by_the_fused_kernel_equals_the_explicit_form(with
     ref = torch.autograd.grad(sum(t.square().sum() for t in want), [h, g, layer.value])
     for a, b in zip(grads, ref):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("greedy", [False, True])
+def test_the_decoder_selects_in_slices_the_whole_batch_moves(monkeypatch, greedy):
+    """A search batch above one slice is scored, read and drawn from slice by slice:
+    the moves of the whole batch under one generator, and the same errors."""
+    from pyg_routing.models.dact import mhc
+
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", pe="ipexpe", encoder="native").eval()
+    env, _, state = _state(b=5, steps=4)
+    obs = policy.prepare(env.policy_observation(state))
+    b, m = state.order.shape
+    dec = policy.decoder
+    with torch.no_grad():
+        h = policy.embed(obs)
+        whole = dec.select(h, obs.mask, greedy, torch.Generator().manual_seed(5), succ=obs.succ)
+        # the aggregation MLP on one instance at a time, the read-out on four (8 floats
+        # a move against the MLP's 32)
+        monkeypatch.setattr(mhc, "chunk_budget",
+                            lambda device: m * m * dec.mix[0].out_features)
+        seen, real = [], dec._read_moves
+        monkeypatch.setattr(dec, "_read_moves", lambda scores, *rest:
+                            seen.append(scores.size(0)) or real(scores, *rest))
+        sliced = dec.select(h, obs.mask, greedy, torch.Generator().manual_seed(5),
+                            succ=obs.succ)
+        assert seen == [4, 1] and torch.equal(sliced, whole)
+        assert obs.mask[torch.arange(b), sliced[:, 0], sliced[:, 1]].all()
+        with pytest.raises(ValueError, match="no allowed move"):
+            dec.select(h, torch.zeros_like(obs.mask), greedy, succ=obs.succ)
+        with pytest.raises(ValueError, match="reads the solutions' successors"):
+            dec.select(h, obs.mask, greedy)

@@ -205,3 +205,28 @@ def test_nds_encoder_slices_equal_the_whole_batch(monkeypatch, pe):
         whole = policy.embed(obs)
         monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 500)      # slices of 2 and 3 slots
         assert torch.equal(policy.embed(obs), whole)
+
+
+@pytest.mark.parametrize("pe", ["dact_cpe", "ipexpe", "rpe", "rope"])
+def test_dact_native_encoder_slices_equal_the_whole_batch(monkeypatch, pe):
+    obs = _dact_observation(b=7)
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", pe=pe, encoder="native", dim=16, heads=2).eval()
+    obs = policy.prepare(obs)
+    m = obs.x.size(1)
+    calls = []
+    body = policy.encoder._dense
+    monkeypatch.setattr(policy.encoder, "_dense",
+                        lambda x, *rest: calls.append(x.size(0)) or body(x, *rest))
+    with torch.no_grad():
+        whole = policy.embed(obs)
+        assert calls == [7]
+        monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 3 * 16 * m * 16)   # 3, 3 and 1
+        calls.clear()
+        assert torch.equal(policy.embed(obs), whole)
+        assert calls == [3, 3, 1]
+    with torch.enable_grad():                        # with gradients: the whole batch
+        calls.clear()
+        # (SDPA may take another kernel with a mask and gradients: equal up to rounding)
+        torch.testing.assert_close(policy.embed(obs), whole, rtol=1e-5, atol=1e-5)
+        assert calls == [7]

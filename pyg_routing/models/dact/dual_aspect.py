@@ -31,6 +31,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pyg_routing.functional.chunks import (
+    chunk_budget,
+    in_slices,
+    instances_per_chunk,
+    needs_grad,
+)
 from pyg_routing.models.attention import instance_norm
 from pyg_routing.models.compiled import search_body
 from pyg_routing.models.gps_encoder import check_heads
@@ -206,7 +212,17 @@ class DualAspectEncoder(nn.Module):
         if x.size(-1) != self.in_channels:
             raise ValueError(f"DualAspectEncoder(in_channels={self.in_channels}) got node "
                              f"features of width {x.size(-1)}")
-        return search_body(self, "_dense", x, pe)(x, pe, route_pos, route_id, open_routes)
+        b, m, _ = x.shape
+        body = search_body(self, "_dense", x, pe)
+        inputs = (x, pe, route_pos, route_id, open_routes)
+        # Search batches (no gradient) run in slices of instances (functional/chunks.py):
+        # a slice's activations (about 16 dim floats per node: the stacked aspects, the
+        # per-head queries, keys and values, the heads' outputs) stay in the cache and
+        # are never faulted. Every operation is per instance: the same values.
+        per_chunk = instances_per_chunk(16 * m * self.dim, chunk_budget(x.device))
+        if b > per_chunk and not needs_grad(self, x, pe):
+            return in_slices(body, inputs, per_chunk, x.new_empty(b, m, 2 * self.dim))
+        return body(*inputs)
 
     def _dense(self, x: Tensor, pe: Tensor | None, route_pos: Tensor | None,
                route_id: Tensor | None, open_routes: Tensor | None) -> Tensor:

@@ -14,6 +14,7 @@ that both allow.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +31,7 @@ from pyg_routing.models.attention import instance_norm
 from pyg_routing.models.compiled import search_body
 from pyg_routing.models.dact.dual_aspect import per_head, uniform_
 from pyg_routing.models.dact.pair_decoder import MoveDecoder
+from pyg_routing.models.sampling import sample_categorical, uniforms
 
 
 def dact_mlp(inputs: int, hidden: int, embed: int, dropout: float) -> nn.Sequential:
@@ -98,30 +100,85 @@ class MHCDecoder(MoveDecoder):
         values are the whole batch's but for the last bit of the one-column output
         layer; a slice draws its own dropout masks (a batch within one slice: the
         whole batch's draws)."""
-        x = torch.stack(hg.split(self.dim, -1))                           # [2, B, M, D]
-        refined = torch.stack([self.project_node[a](x[a])
-                               + self.project_graph[a](x[a].amax(1)).unsqueeze(1)
-                               for a in range(2)])                       # [2, B, M, D]
         b, m = hg.shape[:2]
-        per_chunk = instances_per_chunk(m * m * self.mix[0].out_features,
-                                        chunk_budget(hg.device))
-        # compiled (no gradient): Inductor fuses the aggregation MLP's passes instead
-        body = search_body(self, "_pair_logits", hg)
+        per_chunk = self._per_chunk(hg)
         if b <= per_chunk:
-            return body(refined)
+            # compiled (no gradient): Inductor fuses the aggregation MLP's passes instead
+            return search_body(self, "_pair_logits", hg)(self._refined(hg))
         if needs_grad(self, hg):
             # split, not slicing: the backward concatenates the slices' gradients once
             # instead of zero-filling a whole-size gradient per slice
             return torch.cat([checkpoint(self._pair_logits, part, use_reentrant=False)
-                              for part in refined.split(per_chunk, 1)])
+                              for part in self._refined(hg).split(per_chunk, 1)])
         out = hg.new_empty(b, m, m)
-        work = None if self.training or self.compiled else _MixWorkspace(  # training: dropout
-            per_chunk * m * m, 2 * self.heads, self.mix[0].out_features,
-            self.mix[3].out_features, refined.dtype, refined.device)
-        for sl in batch_slices(b, per_chunk):
-            out[sl] = (body(refined[:, sl]) if work is None
-                       else self._search_pair_logits(refined[:, sl], work))
+        for sl, scores in self._search_slices(hg, per_chunk):
+            out[sl] = scores
         return out
+
+    def select(self, h: Tensor, mask: Tensor, greedy: bool = False,
+               generator: torch.Generator | None = None,
+               succ: Tensor | None = None) -> Tensor:
+        """:meth:`MoveDecoder.select` (the same moves for the same ``generator``
+        state) on a search batch above one slice, in eval mode without gradients: each
+        slice's scores are read at ``succ``, masked and drawn from (the batch's uniforms
+        drawn once, :func:`~pyg_routing.models.sampling.uniforms`), so no ``[B, M, M]``
+        tensor exists (at CVRP-100, ``B = 512``: 27 MB each, and the float64 CDF 53 MB,
+        faulted afresh every step)."""
+        b, m = h.shape[:2]
+        per_chunk = self._per_chunk(h)
+        if b <= per_chunk or self.training or needs_grad(self, h):
+            return super().select(h, mask, greedy, generator, succ)
+        succ = self._check_succ(succ)
+        self._check_allowed(mask)
+        u = None if greedy else uniforms(b, generator, h.device)
+        flat = torch.empty(b, dtype=torch.long, device=h.device)
+        for sl, scores in self._search_slices(h, per_chunk):
+            logits = self._read_moves(scores, mask[sl], succ[sl]).flatten(1).float()
+            flat[sl] = (logits.argmax(-1) if u is None
+                        else sample_categorical(torch.softmax(logits, -1), uniform=u[sl]))
+        return torch.stack([flat // m, flat % m], dim=-1)
+
+    def _refined(self, hg: Tensor) -> Tensor:
+        """Each aspect's max-pooling refinement ``[2, B, M, D]`` of ``hg [B, M, 2D]``."""
+        x = torch.stack(hg.split(self.dim, -1))                           # [2, B, M, D]
+        return torch.stack([self.project_node[a](x[a])
+                            + self.project_graph[a](x[a].amax(1)).unsqueeze(1)
+                            for a in range(2)])
+
+    def _per_chunk(self, hg: Tensor) -> int:
+        """Instances per slice: the aggregation MLP's ``[c M², hidden]`` activations
+        within the slice budget."""
+        m = hg.size(1)
+        return instances_per_chunk(m * m * self.mix[0].out_features, chunk_budget(hg.device))
+
+    def _search_slices(self, hg: Tensor, per_chunk: int) -> Iterator[tuple[slice, Tensor]]:
+        """``(slice, scores [c, M, M])`` of ``hg [B, M, 2D]`` without gradients, slice by
+        slice: the refinement (it pools per instance) and the caller's read-out on
+        slices of several instances, the aggregation MLP on sub-slices of
+        ``per_chunk`` (a handful of instances: the per-slice dispatch of the rest would
+        cost more than its passes). The MLP runs in a reused workspace in eval mode,
+        through the module (its dropout) in training mode, compiled where ``compiled``
+        is set."""
+        b, m = hg.shape[:2]
+        # the read-out's temporaries: about 8 floats per move (scores, gathered,
+        # masked, softmax, the float64 CDF)
+        outer = per_chunk * max(1, instances_per_chunk(8 * m * m, chunk_budget(hg.device))
+                                // per_chunk)
+        body = search_body(self, "_pair_logits", hg)
+        workspace = not (self.training or self.compiled)                # training: dropout
+        work = None
+        for sl in batch_slices(b, outer):
+            refined = self._refined(hg[sl])
+            if workspace and work is None:   # in the refined aspects' dtype (autocast's)
+                work = _MixWorkspace(per_chunk * m * m, 2 * self.heads,
+                                     self.mix[0].out_features, self.mix[3].out_features,
+                                     refined.dtype, refined.device)
+            scores = hg.new_empty(refined.size(1), m, m)
+            for inner in batch_slices(refined.size(1), per_chunk):
+                part = refined[:, inner]
+                scores[inner] = (body(part) if work is None
+                                 else self._search_pair_logits(part, work))
+            yield sl, scores
 
     def _pair_logits(self, refined: Tensor) -> Tensor:
         """DACT's scores ``[B, M, M]`` of the refined aspects ``[2, B, M, D]``."""
@@ -154,9 +211,18 @@ class MHCDecoder(MoveDecoder):
         return scores.view(c, m, m).tanh_().mul_(self.clip)
 
     def forward(self, hg: Tensor, mask: Tensor, succ: Tensor | None = None) -> Tensor:
+        return self._read_moves(self.dact_logits(hg), mask, self._check_succ(succ))
+
+    @staticmethod
+    def _check_succ(succ: Tensor | None) -> Tensor:
         if succ is None:
             raise ValueError("DACT's decoder reads the solutions' successors (succ [B, M])")
-        logits = self.dact_logits(hg)
+        return succ
+
+    @staticmethod
+    def _read_moves(logits: Tensor, mask: Tensor, succ: Tensor) -> Tensor:
+        """The moves' logits ``[B, M, M]``: row ``i`` of ``logits`` read at ``succ(i)``
+        (DACT's pairs), ``-inf`` where ``mask`` is False."""
         b, m, _ = logits.shape
         moves = logits.gather(1, succ.unsqueeze(-1).expand(b, m, m))      # row i: DACT's succ(i)
         return moves.masked_fill(~mask, float("-inf"))

@@ -23,8 +23,8 @@ from typing import Any
 from torch import Tensor, nn
 
 from pyg_routing.functional.chunks import (
-    batch_slices,
     chunk_budget,
+    in_slices,
     instances_per_chunk,
     needs_grad,
 )
@@ -125,13 +125,10 @@ class N2SEncoder(nn.Module):
         # B = 64) stay in the cache and are never faulted; the same values, bit for bit.
         per_chunk = instances_per_chunk(4 * self.heads * m * m, chunk_budget(x.device))
         body = search_body(self, "_dense", x, pe)
+        inputs = (x, pe, route_pos, route_id, open_routes)
         if b > per_chunk and not needs_grad(self, x, pe):
-            out = x.new_empty(b, m, self.dim)
-            for sl in batch_slices(b, per_chunk):
-                out[sl] = body(*(None if t is None else t[sl] for t in
-                                 (x, pe, route_pos, route_id, open_routes)))
-            return out
-        return body(x, pe, route_pos, route_id, open_routes)
+            return in_slices(body, inputs, per_chunk, x.new_empty(b, m, self.dim))
+        return body(*inputs)
 
     def _dense(self, x: Tensor, pe: Tensor | None, route_pos: Tensor | None,
                route_id: Tensor | None, open_routes: Tensor | None) -> Tensor:
