@@ -95,6 +95,42 @@ def test_dact_native_policy_compiled_in_slices_matches_eager(monkeypatch):
         assert torch.equal(twin.act(obs, greedy=True), eager.act(obs, greedy=True))
 
 
+class _Power(torch.nn.Module):
+    """A module whose compiled body needs one graph per ``power`` (an int attribute
+    Dynamo specializes on), as each encoding of a compared policy needs its own."""
+
+    def __init__(self, power: int) -> None:
+        super().__init__()
+        self.power, self.compiled = power, True
+
+    def body(self, x):
+        return x ** self.power
+
+    def forward(self, x):
+        return compiled_module.search_body(self, "body", x)(x)
+
+
+def test_many_configurations_all_run_compiled(monkeypatch):
+    """``compare --test.compile`` over the 14 encodings compiles one graph per encoding
+    of the same method: past Dynamo's default limit of 8 graphs per function the later
+    ones would run eagerly (a timed comparison between compiled and eager policies).
+    With a backend that counts graphs: 12 configurations, 12 graphs, each result right."""
+    graphs = []
+
+    def counting(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    real = torch.compile
+    monkeypatch.setattr(compiled_module.torch, "compile",
+                        lambda fn, **kw: real(fn, backend=counting, **kw))
+    x = torch.arange(1.0, 5.0)
+    with torch.no_grad():
+        for power in range(1, 13):
+            assert torch.equal(_Power(power)(x), x ** power)
+    assert len(graphs) == 12
+
+
 def test_a_policy_without_a_compiled_path_sets_nothing():
     policy = NDSPolicy.build("cvrp", pe="none")
     assert set_compiled(policy, True) == [] and not is_compiled(policy)
