@@ -69,13 +69,26 @@ def test_compiled_paths_stay_eager_with_gradients(monkeypatch):
         twin.embed(obs)
 
 
-def test_n2s_encoder_compiled_matches_eager():
-    obs = _observation(PairReinsertionEnv(), "pdtsp", 10, 3)
+def test_n2s_policy_compiled_in_slices_matches_eager(monkeypatch):
+    """N2S's encoder and both decoders compiled (the pair MLP and the places' MLP in
+    their elementwise forms), each in slices of one or two instances: embeddings and
+    both decoders' logits at 1e-5, the greedy action exactly."""
+    obs = _observation(PairReinsertionEnv(), "pdtsp", 10, 5)
     eager, twin = _twins(lambda: N2SPolicy.build("pdtsp", dim=32, pe_dim=16))
-    assert set_compiled(twin, True) == ["encoder"]
+    assert set_compiled(twin, True) == ["encoder", "removal", "reinsertion"]
+    assert "compiled=True" in repr(twin.removal) and "compiled=True" in repr(twin.reinsertion)
     obs = eager.prepare(obs)
+    m = obs.x.size(1)
+    # encoder slices of 2, 2, 1 (4 H M^2 elements per instance); one instance per
+    # slice in the removal decoder and the places' MLP
+    monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 2 * 4 * 4 * m * m)
     with torch.no_grad():
-        torch.testing.assert_close(twin.embed(obs), eager.embed(obs), atol=1e-5, rtol=1e-5)
+        h = eager.embed(obs)
+        torch.testing.assert_close(twin.embed(obs), h, atol=1e-5, rtol=1e-5)
+        ours, ref = (p._choose(h, obs, None, True, None) for p in (twin, eager))
+    assert torch.equal(ours[0], ref[0])
+    for got, want in ((ours[1], ref[1]), (ours[3], ref[3])):      # removal, places
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
 def test_dact_native_policy_compiled_in_slices_matches_eager(monkeypatch):

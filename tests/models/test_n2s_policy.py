@@ -233,6 +233,23 @@ def test_place_scores_equal_autograd_in_slices_with_their_gradient(monkeypatch, 
         (left, right, *weights))
 
 
+def test_the_elementwise_place_logits_for_the_compiler_equal_the_eager_ones(monkeypatch):
+    """``place_scores(compiled=True)`` runs each slice through
+    ``place_logits_elementwise`` (the form ``torch.compile`` gets; here run eagerly):
+    the eager logits, in several slices."""
+    from pyg_routing.models.n2s import place_scores as module
+
+    monkeypatch.setattr(module, "compiled_function", lambda fn: fn)
+    monkeypatch.setattr(module, "chunk_budget", lambda device: 2 * 9 * 4)   # 2 per slice
+    left, right, first, second, weights = _places_setting()
+    with torch.no_grad():
+        want = module.place_scores(left, right, first, second, *weights)
+        got = module.place_scores(left, right, first, second, *weights, compiled=True)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got, _places_by_autograd(left, right, first, second,
+                                                        *weights).detach())
+
+
 def test_place_scores_in_one_slice_give_autograds_weight_gradients_bit_for_bit():
     """One slice makes autograd's own products: the weight gradients are its bits
     (the sides' gradients sum repeated rows in another order: equal to rounding)."""

@@ -108,3 +108,17 @@ def test_under_cpu_bf16_autocast_the_scores_run_in_bf16_and_return_float32_gradi
     torch.testing.assert_close(out.float(), want, atol=0.1, rtol=0.05)
     grads = torch.autograd.grad(out.float().sum(), [q, leaves[2], leaves[3]])
     assert [t.dtype for t in grads] == [torch.bfloat16, torch.float32, torch.float32]
+
+
+@pytest.mark.parametrize("positional", [True, False])
+def test_the_elementwise_pair_mlp_for_the_compiler_equals_the_eager_one(positional):
+    """``_pair_mlp_elementwise`` (the form ``torch.compile`` gets) computes the eager
+    layer's pair MLP, with and without positional scores (run eagerly here)."""
+    layer, leaves = _inputs(positional=positional)
+    q, k, pos, *weights = (None if t is None else t.detach() for t in leaves)
+    b, h, m, _ = q.shape
+    with torch.no_grad():
+        want = _eager(layer, q, k, pos, *weights)
+        a = (q @ k.transpose(-1, -2)).view(b, h, m * m)
+        got = layer._pair_mlp_elementwise(a, None if pos is None else pos.reshape(b, h, m * m))
+    torch.testing.assert_close(got.view(b, h, m, m), want)

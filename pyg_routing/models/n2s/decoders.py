@@ -30,6 +30,7 @@ from pyg_routing.functional.chunks import (
     instances_per_chunk,
     needs_grad,
 )
+from pyg_routing.models.compiled import search_body
 from pyg_routing.models.n2s.place_scores import PlaceScores, place_scores
 
 
@@ -67,9 +68,11 @@ class RemovalDecoder(nn.Module):
     ``[B, P]`` logits (before clipping and masking).
     """
 
-    def __init__(self, dim: int, heads: int = 4, history: int = 4) -> None:
+    def __init__(self, dim: int, heads: int = 4, history: int = 4,
+                 compiled: bool = False) -> None:
         super().__init__()
         self.dim, self.heads = dim, heads
+        self.compiled = bool(compiled)
         self.query = nn.Parameter(torch.empty(heads, dim, dim))
         self.key = nn.Parameter(torch.empty(heads, dim, dim))
         self.score = _mlp(2 * heads + history)
@@ -87,10 +90,14 @@ class RemovalDecoder(nn.Module):
         # Without gradients, slices of instances (functional/chunks.py): the [B*M, H*D]
         # bilinear products (13 MB at PDP-101, B = 64) never exist whole; same values.
         per_chunk = instances_per_chunk(2 * m * self.heads * d, chunk_budget(h.device))
+        scores = search_body(self, "_scores", h)
         if b > per_chunk and not needs_grad(self, h):
-            return torch.cat([self._scores(h[sl], succ[sl], history[sl])
+            return torch.cat([scores(h[sl], succ[sl], history[sl])
                               for sl in batch_slices(b, per_chunk)])
-        return self._scores(h, succ, history)
+        return scores(h, succ, history)
+
+    def extra_repr(self) -> str:
+        return "compiled=True" if self.compiled else ""
 
     def _scores(self, h: Tensor, succ: Tensor, history: Tensor) -> Tensor:
         b, m, d = h.shape
@@ -126,9 +133,11 @@ class ReinsertionDecoder(nn.Module):
     second [B, K]`` (the candidate places) -> ``[B, K]`` logits.
     """
 
-    def __init__(self, dim: int, heads: int = 4, hidden: int = 32) -> None:
+    def __init__(self, dim: int, heads: int = 4, hidden: int = 32,
+                 compiled: bool = False) -> None:
         super().__init__()
         self.dim, self.heads = dim, heads
+        self.compiled = bool(compiled)
         # [after, before] x [query, key] weights, each [H, D, D] (N2S: key dim = D).
         self.query = nn.Parameter(torch.empty(2, heads, dim, dim))
         self.key = nn.Parameter(torch.empty(2, heads, dim, dim))
@@ -151,7 +160,10 @@ class ReinsertionDecoder(nn.Module):
         weights = (self.hidden.weight, self.hidden.bias, self.out.weight, self.out.bias)
         if needs_grad(self, h):
             return PlaceScores.apply(left, right, first, second, *weights)
-        return place_scores(left, right, first, second, *weights)
+        return place_scores(left, right, first, second, *weights, compiled=self.compiled)
+
+    def extra_repr(self) -> str:
+        return "compiled=True" if self.compiled else ""
 
     def _sides(self, h: Tensor, succ: Tensor, pickup: Tensor, delivery: Tensor
                ) -> tuple[Tensor, Tensor]:

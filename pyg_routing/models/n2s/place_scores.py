@@ -24,6 +24,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from pyg_routing.functional.chunks import batch_slices, chunk_budget, instances_per_chunk
+from pyg_routing.models.compiled import compiled_function
 
 
 def place_slices(left: Tensor, first: Tensor, hidden: int) -> list[slice]:
@@ -66,23 +67,42 @@ def mlp_dtype(left: Tensor) -> torch.dtype:
     return torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else left.dtype
 
 
+def place_logits_elementwise(left: Tensor, right: Tensor, ia: Tensor, ib: Tensor,
+                             w_h: Tensor, b_h: Tensor, w_o: Tensor, b_o: Tensor) -> Tensor:
+    """One slice's logits ``[n]`` (``left, right [c*M, F]``, row ids ``ia, ib [n]``,
+    ``w_o [F2]``) written as a gather, an add and ReLUs around the hidden product,
+    for ``torch.compile``: Inductor fuses the gather, the add and the first ReLU into
+    one loop and the second ReLU into the output's dot product (eagerly,
+    :func:`_hidden` and ``addmv`` are faster)."""
+    first = torch.relu(left[ia] + right[ib].to(left.dtype)).to(w_h.dtype)
+    # not addmm: Inductor would copy its broadcast bias to [n, F2] first
+    return torch.relu(first @ w_h.t() + b_h) @ w_o + b_o
+
+
 def place_scores(left: Tensor, right: Tensor, first: Tensor, second: Tensor, w_h: Tensor,
-                 b_h: Tensor, w_o: Tensor, b_o: Tensor, dtype: torch.dtype | None = None
-                 ) -> Tensor:
+                 b_h: Tensor, w_o: Tensor, b_o: Tensor, dtype: torch.dtype | None = None,
+                 compiled: bool = False) -> Tensor:
     """The logits ``[B, K]`` of the places ``(first, second)`` (``[B, K]`` node ids)
     from the first layer's sides ``left, right [B, M, F]`` (pickup side with the bias,
     delivery side), the hidden layer ``w_h [F2, F], b_h [F2]`` and the output layer
     ``w_o [1, F2], b_o [1]``, computed in slices of instances; the layers after the
-    first in ``dtype`` (default :func:`mlp_dtype`). Not differentiable
-    (:class:`PlaceScores` is)."""
+    first in ``dtype`` (default :func:`mlp_dtype`). ``compiled``: each slice by
+    :func:`place_logits_elementwise` under ``torch.compile``
+    (:mod:`~pyg_routing.models.compiled`). Not differentiable (:class:`PlaceScores`
+    is)."""
     b, m, f = left.shape
     dt = dtype or mlp_dtype(left)
     w_h, b_h, w_o, b_o = w_h.to(dt), b_h.to(dt), w_o[0].to(dt), b_o.to(dt)
     out = left.new_empty(first.shape, dtype=dt)
+    fused = compiled_function(place_logits_elementwise) if compiled else None
     with torch.autocast(left.device.type, enabled=False):
         for sl in place_slices(left, first, w_h.size(0)):
             ia, ib = _ids(first, second, sl, m)
-            _, z = _hidden(left[sl].reshape(-1, f), right[sl].reshape(-1, f), ia, ib, w_h, b_h)
+            sides = left[sl].reshape(-1, f), right[sl].reshape(-1, f)
+            if fused is not None:
+                out[sl] = fused(*sides, ia, ib, w_h, b_h, w_o, b_o).view(-1, first.size(1))
+                continue
+            _, z = _hidden(*sides, ia, ib, w_h, b_h)
             # the last layer a matrix-vector product into the output
             torch.addmv(b_o, z, w_o, out=out[sl].view(-1))
     return out

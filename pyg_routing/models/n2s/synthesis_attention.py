@@ -83,6 +83,11 @@ class SynthesisAttentionLayer(nn.Module):
                                       self.mix_out.weight, self.mix_out.bias)
             return torch.softmax(s, -1), v
         a_node = (q @ k.transpose(-1, -2)).view(b, self.heads, m * m)
+        if pos_scores is not None:
+            pos_scores = pos_scores.reshape(b, self.heads, m * m).to(a_node.dtype)
+        if torch.compiler.is_compiling():
+            s = self._pair_mlp_elementwise(a_node, pos_scores)
+            return torch.softmax(s.view(b, self.heads, m, m), -1), v
         # Channels-first MLP over the 2H score channels of every pair, as batched
         # products with the weights broadcast over the batch (``matmul`` of a 2-D
         # weight with a 3-D tensor would copy the pair tensor into rows first).
@@ -91,11 +96,27 @@ class SynthesisAttentionLayer(nn.Module):
         else:
             # The positional half with the bias, then the node half accumulated in
             # place (baddbmm_): no extra pass over the [B, 2H, M^2] pair tensor.
-            pos = pos_scores.reshape(b, self.heads, m * m).to(a_node.dtype)
-            z = self._mix(self.mix_pos.weight, pos, self.mix_node.bias)
+            z = self._mix(self.mix_pos.weight, pos_scores, self.mix_node.bias)
             z.baddbmm_(self._batched(self.mix_node.weight, a_node), a_node)
         s = self._mix(self.mix_out.weight, z.relu_(), self.mix_out.bias)
         return torch.softmax(s.view(b, self.heads, m, m), -1), v
+
+    def _pair_mlp_elementwise(self, a_node: Tensor, pos: Tensor | None) -> Tensor:
+        """The pair MLP (``[B, H, P]`` node and positional channels -> ``[B, H, P]``)
+        as broadcasts and sums over the channels, for ``torch.compile``: Inductor
+        computes it in one loop over the pairs that never stores the ``[B, 2H, P]``
+        hidden channels. Its products have 4 or 8 inner channels, where a ``bmm`` is
+        memory-bound, and a ``baddbmm``'s broadcast bias would be copied to full size
+        first. Eagerly this form would materialise ``[B, 2H, H, P]``."""
+        def affine(weight: Tensor, x: Tensor) -> Tensor:      # [C', C] over [B, C, P]
+            return (weight.to(x.dtype)[None, :, :, None] * x[:, None]).sum(2)
+
+        bias = self.mix_node.bias.to(a_node.dtype).view(1, -1, 1)
+        z = affine(self.mix_node.weight, a_node) + bias
+        if pos is not None:
+            z = z + affine(self.mix_pos.weight, pos)
+        return (affine(self.mix_out.weight, z.relu())
+                + self.mix_out.bias.to(a_node.dtype).view(1, -1, 1))
 
     @staticmethod
     def _batched(weight: Tensor, x: Tensor) -> Tensor:
