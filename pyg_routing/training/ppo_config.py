@@ -78,8 +78,8 @@ class StepTest(TestOptions):
     """augmented copies start from the same solutions or each from its own (null: the
     backbone's)"""
     compile: bool = False
-    """run the policy's search network under torch.compile (DACT's encoder and pair
-    scores, N2S's encoder; needs a C++ compiler on CPU)"""
+    """run the policy's search network under torch.compile (the encoder and decoders of
+    DACT and N2S; needs a C++ compiler on CPU)"""
     symmetries: Literal["distinct", "random"] = "distinct"
     """the copies' symmetries: distinct (the first --test.augment of the 8, at most 8) or
     random (each drawn at random, repeats allowed, any count: N2S's augmentations)"""

@@ -95,6 +95,26 @@ def test_the_decoder_scores_move_i_j_as_dacts_pair_succ_i_j():
         policy.decoder(hg, obs.mask, None)
 
 
+def test_the_aggregation_mlp_written_for_the_compiler_equals_the_eager_one(monkeypatch):
+    """``_mix_for_compiler`` (the form ``torch.compile`` gets in eval mode; run eagerly
+    here) scores what ``mix`` scores; in training mode (dropout) the eager MLP runs."""
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", encoder="native", dim=16).eval()
+    env, _, state = _state(steps=3)
+    obs = policy.prepare(env.policy_observation(state))
+    with torch.no_grad():
+        hg = policy.embed(obs)
+        want = policy.decoder.dact_logits(hg)
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+        torch.testing.assert_close(policy.decoder.dact_logits(hg), want)
+        calls = []
+        monkeypatch.setattr(type(policy.decoder), "_mix_for_compiler",
+                            lambda self, pairs: calls.append(pairs))
+        policy.decoder.train()
+        policy.decoder.dact_logits(hg)
+    assert calls == []
+
+
 def test_batch_equals_one_by_one_in_eval_mode():
     torch.manual_seed(0)
     policy = DACTPolicy.build("cvrp", pe="ipexpe", encoder="native").eval()

@@ -185,7 +185,23 @@ class MHCDecoder(MoveDecoder):
         q, k = per_head(refined, self.query), per_head(refined, self.key)  # [2, B, H, M, D]
         compat = q @ k.transpose(-1, -2) / math.sqrt(self.dim)            # [2, B, H, M, M]
         pairs = torch.cat([compat[1], compat[0]], 1).permute(0, 2, 3, 1)  # [B, M, M, 2H]
+        if torch.compiler.is_compiling() and not self.training:
+            return self._mix_for_compiler(pairs)
         return self.clip * torch.tanh(self.mix(pairs).squeeze(-1))
+
+    def _mix_for_compiler(self, pairs: Tensor) -> Tensor:
+        """``clip * tanh(mix(pairs))`` in eval mode, written for ``torch.compile``: the
+        first layer (``2H`` inputs, where a product is memory-bound) as a broadcast
+        and sum that Inductor fuses with its bias, its ReLU and the pairs' layout; the
+        second as a product without its bias (an ``addmm``'s broadcast bias is copied
+        to full size first); that bias, the ReLU, the output layer, ``tanh`` and the
+        clip in one pass over the product."""
+        w1, b1, w2, b2, w3, b3 = (t.to(pairs.dtype) for layer in
+                                  (self.mix[0], self.mix[3], self.mix[5])
+                                  for t in (layer.weight, layer.bias))
+        z = torch.relu(pairs @ w1.t() + b1)
+        z = torch.relu(z @ w2.t() + b2)
+        return self.clip * torch.tanh((z * w3[0]).sum(-1) + b3[0])
 
     def _search_pair_logits(self, refined: Tensor, ws: _MixWorkspace) -> Tensor:
         """:meth:`_pair_logits` without gradients in eval mode, for a slice of a search
