@@ -11,7 +11,7 @@ time; see ``_floor.py``):
   with its node code, pair decoder, sampling) and the environment's step;
 * ``ours: policy``: the policy's move alone on a fixed observation;
 * with ``--compiled``, ``compiled: search step`` and ``compiled: policy``: the same
-  policy with its search path (encoder, pair scores) under ``torch.compile``
+  policy with its search path (encoder and decoder) under ``torch.compile``
   (:mod:`pyg_routing.models.compiled`);
 * ``floor``: the architecture's arithmetic at the same shapes (``M`` nodes with the
   depot copies, ``N = B * M`` rows): the input projection of features and node code

@@ -12,7 +12,7 @@ time; see ``_floor.py``):
 * ``floor``: the architecture's arithmetic at the same shapes, CPE scores, pair MLPs
   and decoders included (``_n2s_floor.py``);
 * with ``--compiled``, ``compiled: search step`` and ``compiled: policy``: the same
-  policy with its encoder's search path under ``torch.compile``
+  policy with its search path (encoder and both decoders) under ``torch.compile``
   (:mod:`pyg_routing.models.compiled`).
 
 ``--train`` adds a PPO update of the same batch (forward with gradients of actor
