@@ -40,6 +40,16 @@ def sample_categorical(probs: Tensor, generator: torch.Generator | None = None,
     return torch.minimum(idx, torch.searchsorted(cdf, total)).squeeze(1)
 
 
+def choose(logits: Tensor, greedy: bool = False, generator: torch.Generator | None = None,
+           uniform: Tensor | None = None) -> Tensor:
+    """One index per row of ``logits [B, K]`` (``-inf`` where not allowed): the argmax
+    where ``greedy``, else a draw from their softmax by :func:`sample_categorical`
+    (from ``generator``, or with the rows' ``uniform``). Returns ``[B]`` long."""
+    if greedy:
+        return logits.argmax(-1)
+    return sample_categorical(torch.softmax(logits, -1), generator, uniform)
+
+
 def log_prob_entropy(logits: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
     """``Categorical(logits=logits)``'s ``log_prob(index)`` and ``entropy()`` (``[B, K]``
     logits, ``-inf`` where masked; ``[B]`` long picks -> two ``[B]`` float32 tensors),

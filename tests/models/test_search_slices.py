@@ -17,7 +17,7 @@ from pyg_routing.functional import chunks
 from pyg_routing.models import DACTPolicy, GPSEncoder, N2SPolicy
 from pyg_routing.models.dact.pair_decoder import PairDecoder, allowed_gate, mask_logits_
 from pyg_routing.models.dact.pair_scores import PairWorkspace, pair_scores, search_pair_scores
-from pyg_routing.models.sampling import sample_categorical, uniforms
+from pyg_routing.models.sampling import choose, sample_categorical, uniforms
 
 
 @pytest.fixture
@@ -69,8 +69,8 @@ def test_pair_decoder_select_in_slices_draws_the_whole_batch_moves(tiny_slices, 
     mask = torch.rand(7, 9, 9) < 0.4
     mask[:, 0, 1] = True
     for seed in range(5):
-        whole = dec._pick(dec._flat_logits(h, mask, None), greedy,
-                          torch.Generator().manual_seed(seed))
+        whole = choose(dec._flat_logits(h, mask, None), greedy,
+                       torch.Generator().manual_seed(seed))
         with torch.no_grad():
             moves = dec.select(h, mask, greedy, torch.Generator().manual_seed(seed))
         assert torch.equal(moves[:, 0] * 9 + moves[:, 1], whole)
@@ -96,8 +96,8 @@ def test_dact_policy_act_in_slices_equals_one_pass(monkeypatch):
     policy = DACTPolicy.build("cvrp", pe="ipexpe", dim=16, heads=4, num_layers=2).eval()
     with torch.no_grad():
         h = policy.embed(obs)
-        whole = policy.decoder._pick(policy.decoder._flat_logits(h, obs.mask, None), False,
-                                     torch.Generator().manual_seed(3))
+        whole = choose(policy.decoder._flat_logits(h, obs.mask, None), False,
+                       torch.Generator().manual_seed(3))
         monkeypatch.setattr(chunks, "CHUNK_ELEMENTS", 500)
         moves = policy.act(obs, generator=torch.Generator().manual_seed(3))
     m = obs.x.size(1)

@@ -31,7 +31,7 @@ from pyg_routing.models.attention import instance_norm
 from pyg_routing.models.compiled import search_body
 from pyg_routing.models.dact.dual_aspect import per_head, uniform_
 from pyg_routing.models.dact.pair_decoder import MoveDecoder
-from pyg_routing.models.sampling import sample_categorical, uniforms
+from pyg_routing.models.sampling import choose, uniforms
 
 
 def dact_mlp(inputs: int, hidden: int, embed: int, dropout: float) -> nn.Sequential:
@@ -134,8 +134,7 @@ class MHCDecoder(MoveDecoder):
         flat = torch.empty(b, dtype=torch.long, device=h.device)
         for sl, scores in self._search_slices(h, per_chunk):
             logits = self._read_moves(scores, mask[sl], succ[sl]).flatten(1).float()
-            flat[sl] = (logits.argmax(-1) if u is None
-                        else sample_categorical(torch.softmax(logits, -1), uniform=u[sl]))
+            flat[sl] = choose(logits, u is None, uniform=None if u is None else u[sl])
         return torch.stack([flat // m, flat % m], dim=-1)
 
     def _refined(self, hg: Tensor) -> Tensor:

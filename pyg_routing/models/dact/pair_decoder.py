@@ -20,7 +20,7 @@ from pyg_routing.models.dact.pair_scores import (
     score_pairs,
     search_pair_scores,
 )
-from pyg_routing.models.sampling import log_prob_entropy, sample_categorical, uniforms
+from pyg_routing.models.sampling import choose, log_prob_entropy, uniforms
 
 
 class MoveDecoder(nn.Module):
@@ -48,7 +48,7 @@ class MoveDecoder(nn.Module):
         if action is not None:
             flat = action[:, 0] * m + action[:, 1]
         else:
-            flat = self._pick(logits, greedy, generator)
+            flat = choose(logits, greedy, generator)
         log_prob, entropy = log_prob_entropy(logits, flat)
         return torch.stack([flat // m, flat % m], dim=-1), log_prob, entropy
 
@@ -58,7 +58,7 @@ class MoveDecoder(nn.Module):
         """Only the move ``[B, 2]`` of :meth:`act` (same draw for the same
         ``generator`` state), without log-probability and entropy: the search path."""
         m = h.size(1)
-        flat = self._pick(self._flat_logits(h, mask, succ), greedy, generator)
+        flat = choose(self._flat_logits(h, mask, succ), greedy, generator)
         return torch.stack([flat // m, flat % m], dim=-1)
 
     def _flat_logits(self, h: Tensor, mask: Tensor, succ: Tensor | None) -> Tensor:
@@ -71,12 +71,6 @@ class MoveDecoder(nn.Module):
         if not bool(allowed.all()):
             stuck = torch.nonzero(~allowed).flatten()[:5].tolist()
             raise ValueError(f"no allowed move for instance(s) {stuck}")
-
-    @staticmethod
-    def _pick(logits: Tensor, greedy: bool, generator: torch.Generator | None) -> Tensor:
-        if greedy:
-            return logits.argmax(-1)
-        return sample_categorical(torch.softmax(logits, -1), generator)
 
 
 class PairDecoder(MoveDecoder):
@@ -154,7 +148,7 @@ class PairDecoder(MoveDecoder):
         uniform; see ``functional/chunks.py``)."""
         b, m, _ = h.shape
         if needs_grad(self, h):
-            flat = self._pick(self._flat_logits(h, mask, succ), greedy, generator)
+            flat = choose(self._flat_logits(h, mask, succ), greedy, generator)
         else:
             flat, picked = self.select_slices(h, mask, None if greedy else
                                               uniforms(b, generator, h.device))
@@ -187,10 +181,7 @@ class PairDecoder(MoveDecoder):
                 logits = search_pair_scores(compat, first.weight, first.bias, last.weight,
                                             last.bias, self.clip, workspace)
             logits = mask_logits_(logits.flatten(1), mask[sl].flatten(1)).float()
-            if uniform is None:
-                pick = logits.argmax(-1)
-            else:
-                pick = sample_categorical(torch.softmax(logits, -1), uniform=uniform[sl])
+            pick = choose(logits, uniform is None, uniform=None if uniform is None else uniform[sl])
             flat[sl] = pick
             picked[sl] = logits.gather(1, pick.clamp(max=m * m - 1).unsqueeze(1)).squeeze(1)
         return flat, picked

@@ -24,7 +24,7 @@ from pyg_routing.models.n2s.decoders import ReinsertionDecoder, RemovalDecoder
 from pyg_routing.models.n2s.encoder import N2SEncoder
 from pyg_routing.models.pe.positional import PositionalEncoding
 from pyg_routing.models.policy import ImprovementPolicy
-from pyg_routing.models.sampling import log_prob_entropy, sample_categorical
+from pyg_routing.models.sampling import choose, log_prob_entropy
 
 #: the encoder of each ``encoder`` choice (both read coordinates only)
 ENCODER_CLASSES = {"native": N2SEncoder, "gps": GPSEncoder}
@@ -103,7 +103,7 @@ class N2SPolicy(ImprovementPolicy):
         hs = self.project_node(h) + self.project_graph(h.amax(1)).unsqueeze(1)
         removal = self.clip * torch.tanh(self.removal(hs, obs.succ, obs.history).float())
         removal = removal.masked_fill(~obs.mask, float("-inf"))
-        pair = self._pick(removal, greedy, generator) if action is None else action[:, 0]
+        pair = choose(removal, greedy, generator) if action is None else action[:, 0]
         pickup = pair + 1
         delivery = pickup + p
         rank = obs.route_pos
@@ -113,18 +113,12 @@ class N2SPolicy(ImprovementPolicy):
         place = self.reinsertion(hs, obs.succ, pickup, delivery, first, second).float()
         place = self.clip * torch.tanh(place)
         if action is None:
-            k = self._pick(place, greedy, generator)
+            k = choose(place, greedy, generator)
             action = torch.stack([pair, first.gather(1, k.unsqueeze(1)).squeeze(1),
                                   second.gather(1, k.unsqueeze(1)).squeeze(1)], 1)
         else:
             k = candidate_index(rank, pickup, delivery, action[:, 1], action[:, 2])
         return action, removal, pair, place, k
-
-    @staticmethod
-    def _pick(logits: Tensor, greedy: bool, generator: torch.Generator | None) -> Tensor:
-        if greedy:
-            return logits.argmax(-1)
-        return sample_categorical(torch.softmax(logits, -1), generator)
 
     def critic_value(self, h: Tensor, obs: Any) -> Tensor:
         return self.critic(h, obs.extra)
