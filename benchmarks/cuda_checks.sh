@@ -5,7 +5,8 @@
 #   2. a short training and search of each backbone at a recipe's size on the GPU, under
 #      mixed precision (full-size networks, a budget of seconds: it proves the path, not
 #      the quality);
-#   3. the floor benchmarks on CUDA, fp32 and half precision, and DACT's compiled search.
+#   3. the floor benchmarks on CUDA, fp32 and half precision, and DACT's and N2S's
+#      compiled search.
 # Run from the repository root: `bash benchmarks/cuda_checks.sh [DIR [PARTS]]`: logs into
 # DIR (default $OUT or /tmp/cuda_checks); PARTS picks among tests,train,bench (default
 # all three). Steps run under time limits; a failing step is reported and the next one
@@ -111,6 +112,7 @@ for p in 32 bf16; do
 done
 # the search networks under torch.compile (Triton): fewer, fused kernel launches
 step "bench_dact CVRP-100 b512 --compiled" "$log" 180 $py bench_dact.py --device cuda --compiled
+step "bench_n2s PDP-101 b64 --compiled" "$log" 180 $py bench_n2s.py --device cuda --compiled
 for p in 32 16; do
     step "bench_nds CVRP-500/1000 --precision $p" "$log" 120 \
         $py bench_nds.py --device cuda --precision $p

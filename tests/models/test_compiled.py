@@ -176,13 +176,26 @@ def test_step_search_compiles_untimed_and_draws_what_the_eager_policy_draws(monk
     assert first_calls and timed.iterations > 0 and timed.seconds < 1.0
 
 
+_CUDA_CASES = {
+    "dact_gps": (TwoOptEnv, "cvrp", 12, lambda: DACTPolicy.build("cvrp", dim=32, pe_dim=8)),
+    "dact_native": (TwoOptEnv, "cvrp", 12,
+                    lambda: DACTPolicy.build("cvrp", encoder="native", dim=16)),
+    "n2s": (PairReinsertionEnv, "pdtsp", 10,
+            lambda: N2SPolicy.build("pdtsp", dim=32, pe_dim=16)),
+}
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_dact_gps_policy_compiled_on_cuda_matches_eager():
-    obs = _observation(TwoOptEnv(), "cvrp", 12, 7)
-    eager, twin = _twins(lambda: DACTPolicy.build("cvrp", dim=32, pe_dim=8))
+@pytest.mark.parametrize("case", list(_CUDA_CASES))
+def test_policies_compiled_on_cuda_match_eager(case):
+    """Each compiled search network under Triton: embeddings at 1e-4, greedy moves
+    exactly (the forms written for the compiler included)."""
+    env, problem, n, build = _CUDA_CASES[case]
+    obs = _observation(env(), problem, n, 7)
+    eager, twin = _twins(build)
     eager, twin = eager.cuda(), twin.cuda()
     set_compiled(twin, True)
-    obs = obs.to("cuda")
+    obs = eager.prepare(obs.to("cuda"))
     with torch.no_grad():
         torch.testing.assert_close(twin.embed(obs), eager.embed(obs), atol=1e-4, rtol=1e-4)
         assert torch.equal(twin.act(obs, greedy=True), eager.act(obs, greedy=True))
