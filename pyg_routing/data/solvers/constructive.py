@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from pyg_routing.data.dense_rows import take_rows
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
 from pyg_routing.errors import InfeasibleSolutionError, InvalidInstanceError
@@ -41,22 +42,12 @@ def _dist_from(pos: Tensor, cur: Tensor) -> Tensor:
     Computed as ``norm(pos[v] - pos[cur])`` in ``pos``'s dtype, exactly like
     :meth:`RoutingData.check`, so time-window decisions taken here agree with it.
     """
-    return (pos - _take(pos, cur).unsqueeze(1)).norm(dim=-1)
+    return (pos - take_rows(pos, cur).unsqueeze(1)).norm(dim=-1)
 
 
 def _from(pos: Tensor, cur: Tensor, costs: Tensor | None) -> Tensor:
     """``[B, N]`` travel cost from ``cur[b]`` to every node."""
-    return _dist_from(pos, cur) if costs is None else _take(costs, cur)
-
-
-def _take(t: Tensor, idx: Tensor) -> Tensor:
-    """``t[b, idx[b, ...]]`` for ``t [B, N, *rest]`` and ``idx [B, *shape]``, giving
-    ``[B, *shape, *rest]``. A flat ``index_select``: on CPU, advanced indexing with a
-    trailing full slice (``t[rows, idx]``) is about 100x slower."""
-    b, n = t.shape[:2]
-    offset = torch.arange(b, device=idx.device).view(b, *([1] * (idx.dim() - 1))) * n
-    flat = t.reshape(b * n, *t.shape[2:]).index_select(0, (idx + offset).reshape(-1))
-    return flat.reshape(*idx.shape, *t.shape[2:])
+    return _dist_from(pos, cur) if costs is None else take_rows(costs, cur)
 
 
 def _trim(tours: Tensor) -> Tensor:

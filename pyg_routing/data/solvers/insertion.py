@@ -12,9 +12,10 @@ import torch
 from torch import Tensor
 
 from pyg_routing.data.costs import euclidean_matrix
+from pyg_routing.data.dense_rows import take_rows
 from pyg_routing.data.instances import RoutingInstances
 from pyg_routing.data.problems import Problem
-from pyg_routing.data.solvers.constructive import _check_problem, _take
+from pyg_routing.data.solvers.constructive import _check_problem
 from pyg_routing.errors import InvalidInstanceError
 
 
@@ -75,8 +76,9 @@ def _insertion_tsp(dist: Tensor, dist_t: Tensor) -> Tensor:
 
     def refresh(tail: Tensor) -> None:
         head = succ[rows, tail]
-        value = _take(dist, tail) + _take(dist_t, head) - dist[rows, tail, head].unsqueeze(1)
-        cost.view(b * n, n).index_copy_(0, tail + rows * n, value)         # see _take
+        value = (take_rows(dist, tail) + take_rows(dist_t, head)
+                 - dist[rows, tail, head].unsqueeze(1))
+        cost.view(b * n, n).index_copy_(0, tail + rows * n, value)         # see take_rows
 
     for _ in range(n - 1):
         best = (cost + taken.unsqueeze(1)).reshape(b, -1).argmin(dim=1)
@@ -116,12 +118,12 @@ def _insertion_pdtsp(dist: Tensor, dist_t: Tensor, pairs: Tensor) -> Tensor:
         succ = torch.cat([tour[:, 1:size], tour.new_zeros(b, 1)], dim=1)   # closes at 0
         here, succ = here.flip(1), succ.flip(1)
         base = dist[rows.unsqueeze(1), here, succ].unsqueeze(2)             # [B, S, 1]
-        pick_here = _take(d_pick, here)                                     # [B, S, P]
-        deli_succ = _take(t_deli, succ)
+        pick_here = take_rows(d_pick, here)                                     # [B, S, P]
+        deli_succ = take_rows(t_deli, succ)
         # Pickup after q (delivery later), delivery after q, or both adjacent:
         # q -> pickup -> delivery -> succ(q).
-        c_pick = pick_here + _take(t_pick, succ) - base
-        c_deli = _take(d_deli, here) + deli_succ - base
+        c_pick = pick_here + take_rows(t_pick, succ) - base
+        c_deli = take_rows(d_deli, here) + deli_succ - base
         c_adj = pick_here + d_pd + deli_succ - base
         run_val, run_idx = torch.cummin(c_deli, dim=1)
         later_val = torch.cat([torch.full_like(taken, float("inf")), run_val[:, :-1]], dim=1)

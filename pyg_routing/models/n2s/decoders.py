@@ -24,6 +24,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from pyg_routing.data.dense_rows import take_rows
 from pyg_routing.functional.chunks import (
     batch_slices,
     chunk_budget,
@@ -38,16 +39,6 @@ def _mlp(inputs: int, hidden: int = 32) -> nn.Sequential:
     """N2S's scoring MLP ``inputs -> 32 -> 32 -> 1`` (ReLU)."""
     return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
                          nn.ReLU(), nn.Linear(hidden, 1))
-
-
-def take_rows(x: Tensor, index: Tensor) -> Tensor:
-    """``x[b, index[b, k]]`` for ``x [B, M, ...]`` and ``index [B, K]``: ``[B, K, ...]``.
-    One ``index_select`` of whole rows over the flattened batch (several times faster
-    on CPU than ``gather`` with an index expanded over the trailing dims)."""
-    b, m = x.shape[:2]
-    flat = (index + torch.arange(b, device=index.device).unsqueeze(1) * m).reshape(-1)
-    return x.reshape(b * m, *x.shape[2:]).index_select(0, flat).view(
-        b, index.size(1), *x.shape[2:])
 
 
 def _uniform_(param: Tensor) -> None:

@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pyg_routing.data.dense_rows import take_rows
 from pyg_routing.functional.chunks import needs_grad
 from pyg_routing.models.nds.encoder import merge_heads, split_heads
 from pyg_routing.models.nds.tail import pick_rows
@@ -161,7 +162,6 @@ class NDSDecoder(nn.Module):
         mask[:, :, 0] = float("-inf")
         mask[:, :, n + 1:] = float("-inf")              # depots 1..D-1 (none for D = 1)
         last = start.to(enc.dtype).expand(b * rollouts, d)
-        rows, offsets = enc.reshape(b * m, d), torch.arange(b, device=enc.device)[:, None] * m
         hidden = None
         picks, log_prob = [], torch.zeros(b, rollouts, device=enc.device)
         # The search's picks (no gradient): the step's tail in cache-sized slices, in
@@ -197,9 +197,7 @@ class NDSDecoder(nn.Module):
                 # Out of place: the previous steps' graphs hold the old mask.
                 mask = mask.scatter(2, pick.unsqueeze(-1), float("-inf"))
             picks.append(pick)
-            # the picks' rows: one index_select over the flattened batch (a gather with
-            # an index expanded over the width took several times as long on CPU)
-            last = rows.index_select(0, (pick + offsets).view(-1))
+            last = take_rows(enc, pick).view(-1, d)
         return torch.stack(picks, dim=-1), log_prob
 
     def __repr__(self) -> str:
