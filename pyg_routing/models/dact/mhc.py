@@ -189,12 +189,12 @@ class MHCDecoder(MoveDecoder):
         return self.clip * torch.tanh(self.mix(pairs).squeeze(-1))
 
     def _mix_for_compiler(self, pairs: Tensor) -> Tensor:
-        """``clip * tanh(mix(pairs))`` in eval mode, written for ``torch.compile``: the
-        first layer (``2H`` inputs, where a product is memory-bound) as a broadcast
-        and sum that Inductor fuses with its bias, its ReLU and the pairs' layout; the
-        second as a product without its bias (an ``addmm``'s broadcast bias is copied
-        to full size first); that bias, the ReLU, the output layer, ``tanh`` and the
-        clip in one pass over the product."""
+        """``clip * tanh(mix(pairs))`` in eval mode, written for ``torch.compile``: both
+        hidden layers as products without their biases (Inductor copies an ``addmm``'s
+        broadcast bias to the output's full size first), each bias and ReLU fused into
+        the pass after its product, and the output layer, ``tanh`` and the clip into
+        the second's. (A first layer as a broadcast and sum over its ``2H`` inputs was
+        slower.)"""
         w1, b1, w2, b2, w3, b3 = (t.to(pairs.dtype) for layer in
                                   (self.mix[0], self.mix[3], self.mix[5])
                                   for t in (layer.weight, layer.bias))
