@@ -43,7 +43,9 @@ def pick_rows(scores: Tensor, mask: Tensor, uniform: Tensor, scale: float, clip:
     log_prob = torch.empty(rows, dtype=torch.float32, device=scores.device)
     # a slice: its float32 logits and the float64 running sum (3 floats per entry)
     for sl in batch_slices(rows, instances_per_chunk(4 * m, chunk_budget(scores.device))):
-        logits = scores[sl].mul_(scale).tanh_().mul_(clip).add_(mask[sl]).div_(temperature)
+        logits = scores[sl].mul_(scale).tanh_().mul_(clip).add_(mask[sl])
+        if temperature != 1.0:                   # x / 1 is x: NDS's T = 1 skips a pass
+            logits.div_(temperature)
         p = logits.sub_(logits.amax(-1, keepdim=True)).exp_()
         cdf = p.cumsum(-1, dtype=torch.float64)
         total = cdf[:, -1:].contiguous()      # searchsorted copies (and warns) otherwise
