@@ -70,11 +70,10 @@ def main() -> None:
     floor = N2SFloor(b, m, enc.dim, enc.heads, len(enc.layers),
                      enc.layers[0].ff[0].out_features, max(enc.pe_width, 1))
     runners = search_runners(env, state, policy, args.precision)
-    ours = list(runners)
     if args.compiled:
         runners |= search_runners(env, state, compiled_copy(policy), args.precision,
                                   label="compiled")
-        ours = list(runners)
+    ours = list(runners)
     runners["floor"] = (lambda: run_ops(floor.search), 1)
     gen = torch.Generator(device=device).manual_seed(0)
     if args.train:

@@ -118,7 +118,7 @@ def _insertion_pdtsp(dist: Tensor, dist_t: Tensor, pairs: Tensor) -> Tensor:
         succ = torch.cat([tour[:, 1:size], tour.new_zeros(b, 1)], dim=1)   # closes at 0
         here, succ = here.flip(1), succ.flip(1)
         base = dist[rows.unsqueeze(1), here, succ].unsqueeze(2)             # [B, S, 1]
-        pick_here = take_rows(d_pick, here)                                     # [B, S, P]
+        pick_here = take_rows(d_pick, here)                                 # [B, S, P]
         deli_succ = take_rows(t_deli, succ)
         # Pickup after q (delivery later), delivery after q, or both adjacent:
         # q -> pickup -> delivery -> succ(q).
