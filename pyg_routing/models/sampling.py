@@ -9,6 +9,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from pyg_routing.models.inverse_cdf import draw_rows, kernel_applies
+
 
 def uniforms(rows: int, generator: torch.Generator | None = None,
              device: torch.device | str | None = None) -> Tensor:
@@ -30,11 +32,15 @@ def sample_categorical(probs: Tensor, generator: torch.Generator | None = None,
     (which has positive probability), for the rare ``u * total`` that rounds up to
     the total. ``uniform``: the rows' ``u`` (``[B, 1]`` float64, :func:`uniforms`)
     instead of a draw from ``generator``. Returns ``[B]`` long on ``probs``' device.
+    On the CPU (float32/float64 rows) the numba kernel of :mod:`.inverse_cdf` draws
+    the same indices without the float64 temporaries of ``cumsum``.
     """
-    cdf = probs.cumsum(-1, dtype=torch.float64)       # cast on the fly: one pass
-    total = cdf[:, -1:].contiguous()      # searchsorted copies (and warns) otherwise
     if uniform is None:
         uniform = uniforms(probs.size(0), generator, probs.device)
+    if kernel_applies(probs):           # the same rule in one pass per row, no temporary
+        return draw_rows(probs, uniform)[0]
+    cdf = probs.cumsum(-1, dtype=torch.float64)
+    total = cdf[:, -1:].contiguous()      # searchsorted copies (and warns) otherwise
     u = uniform * total
     idx = torch.searchsorted(cdf, u, right=True)
     return torch.minimum(idx, torch.searchsorted(cdf, total)).squeeze(1)

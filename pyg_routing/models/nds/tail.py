@@ -16,7 +16,9 @@ needs (the normalised log-probabilities of every entry):
 3. the float64 running sum of ``p`` (the CDF times the total) and the first entry
    where it exceeds ``u * total``, capped at the first entry where it reaches the
    total (a positive one), as :func:`~pyg_routing.models.sampling.sample_categorical`
-   does; the pick's log-probability ``log(p / total)``.
+   does (on the CPU in the numba kernel of :mod:`~pyg_routing.models.inverse_cdf`,
+   without the float64 running sums as a tensor); the pick's log-probability
+   ``log(p / total)``.
 
 That is the law of ``sample_categorical(softmax(l))`` with the same ``u``: the picks
 are the same except where ``u * total`` falls within float rounding (about ``1e-7``
@@ -30,6 +32,7 @@ import torch
 from torch import Tensor
 
 from pyg_routing.functional.chunks import batch_slices, chunk_budget, instances_per_chunk
+from pyg_routing.models.inverse_cdf import draw_rows, kernel_applies
 
 
 def pick_rows(scores: Tensor, mask: Tensor, uniform: Tensor, scale: float, clip: float,
@@ -47,10 +50,14 @@ def pick_rows(scores: Tensor, mask: Tensor, uniform: Tensor, scale: float, clip:
         if temperature != 1.0:                   # x / 1 is x: NDS's T = 1 skips a pass
             logits.div_(temperature)
         p = logits.sub_(logits.amax(-1, keepdim=True)).exp_()
-        cdf = p.cumsum(-1, dtype=torch.float64)
-        total = cdf[:, -1:].contiguous()      # searchsorted copies (and warns) otherwise
-        idx = torch.searchsorted(cdf, uniform[sl] * total, right=True)
-        idx = torch.minimum(idx, torch.searchsorted(cdf, total))
+        if kernel_applies(p):
+            idx, total = draw_rows(p, uniform[sl])
+            idx = idx.unsqueeze(1)
+        else:
+            cdf = p.cumsum(-1, dtype=torch.float64)
+            total = cdf[:, -1:].contiguous()  # searchsorted copies (and warns) otherwise
+            idx = torch.searchsorted(cdf, uniform[sl] * total, right=True)
+            idx = torch.minimum(idx, torch.searchsorted(cdf, total))
         picks[sl] = idx.squeeze(1)
         log_prob[sl] = (p.gather(1, idx).double() / total).log_().squeeze(1)
     return picks, log_prob
