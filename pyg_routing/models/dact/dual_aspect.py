@@ -86,7 +86,7 @@ class DualAspectLayer(nn.Module):
         self.key = nn.Parameter(torch.empty(2, heads, dim, d))
         self.value = nn.Parameter(torch.empty(2, 2 * heads, dim, d))
         self.out = nn.Parameter(torch.empty(2, heads, 2 * d, dim))
-        self.ff = nn.ModuleList(nn.Sequential(nn.Linear(dim, ff_hidden), nn.ReLU(),
+        self.ff = nn.ModuleList(nn.Sequential(nn.Linear(dim, ff_hidden), nn.ReLU(inplace=True),
                                               nn.Linear(ff_hidden, dim)) for _ in range(2))
         self.rotary = rotary
         self.reset_parameters()

@@ -37,8 +37,8 @@ from pyg_routing.models.sampling import choose, uniforms
 def dact_mlp(inputs: int, hidden: int, embed: int, dropout: float) -> nn.Sequential:
     """DACT's ``MLP``: ``inputs -> hidden -> embed -> 1`` (ReLU, dropout after the first
     layer); every weight and bias drawn ``U(±1 / sqrt(size(-1)))`` as DACT does."""
-    mlp = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Dropout(dropout),
-                        nn.Linear(hidden, embed), nn.ReLU(), nn.Linear(embed, 1))
+    mlp = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(inplace=True), nn.Dropout(dropout),
+                        nn.Linear(hidden, embed), nn.ReLU(inplace=True), nn.Linear(embed, 1))
     reset_dact_mlp(mlp)
     return mlp
 
@@ -283,7 +283,7 @@ class DACTCritic(nn.Module):
         self.value = nn.Parameter(torch.empty(heads, dim, d))
         self.out = nn.Parameter(torch.empty(heads, d, dim))
         ff = dim if ff_hidden is None else ff_hidden
-        self.ff = nn.Sequential(nn.Linear(dim, ff), nn.ReLU(), nn.Linear(ff, dim))
+        self.ff = nn.Sequential(nn.Linear(dim, ff), nn.ReLU(inplace=True), nn.Linear(ff, dim))
         self.project_node = nn.Linear(dim, dim, bias=False)
         self.project_graph = nn.Linear(dim, dim, bias=False)
         self.value_mlp = dact_mlp(dim, dim, embed, dropout)

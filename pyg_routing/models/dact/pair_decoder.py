@@ -101,7 +101,8 @@ class PairDecoder(MoveDecoder):
         self.dim, self.heads, self.clip, self.compiled = dim, heads, clip, compiled
         self.query = nn.Linear(dim, dim, bias=False)
         self.key = nn.Linear(dim, dim, bias=False)
-        self.mix = nn.Sequential(nn.Linear(heads, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.mix = nn.Sequential(nn.Linear(heads, hidden), nn.ReLU(inplace=True),
+                                 nn.Linear(hidden, 1))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -222,7 +223,7 @@ class ValueHead(nn.Module):
     def __init__(self, dim: int, extra: int = 0, hidden: int = 64) -> None:
         super().__init__()
         self.extra = extra
-        self.mlp = nn.Sequential(nn.Linear(2 * dim + extra, hidden), nn.ReLU(),
+        self.mlp = nn.Sequential(nn.Linear(2 * dim + extra, hidden), nn.ReLU(inplace=True),
                                  nn.Linear(hidden, 1))
         self.reset_parameters()
 

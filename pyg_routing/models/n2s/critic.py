@@ -20,12 +20,12 @@ class N2SCritic(nn.Module):
     def __init__(self, dim: int, heads: int = 4) -> None:
         super().__init__()
         self.attn = RouteAttention(dim, heads)
-        self.ff = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
+        self.ff = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(inplace=True), nn.Linear(dim, dim))
         self.project_node = nn.Linear(dim, dim // 2)
         self.project_graph = nn.Linear(dim, dim // 2)
-        self.value = nn.Sequential(nn.Linear(2 * (dim // 2) + 1, dim), nn.ReLU(),
-                                   nn.Dropout(0.01), nn.Linear(dim, dim // 2), nn.ReLU(),
-                                   nn.Linear(dim // 2, 1))
+        self.value = nn.Sequential(nn.Linear(2 * (dim // 2) + 1, dim), nn.ReLU(inplace=True),
+                                   nn.Dropout(0.01), nn.Linear(dim, dim // 2),
+                                   nn.ReLU(inplace=True), nn.Linear(dim // 2, 1))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -37,8 +37,8 @@ from pyg_routing.models.n2s.place_scores import PlaceScores, place_scores
 
 def _mlp(inputs: int, hidden: int = 32) -> nn.Sequential:
     """N2S's scoring MLP ``inputs -> 32 -> 32 -> 1`` (ReLU)."""
-    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
-                         nn.ReLU(), nn.Linear(hidden, 1))
+    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(inplace=True),
+                         nn.Linear(hidden, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, 1))
 
 
 def _uniform_(param: Tensor) -> None:

@@ -51,7 +51,7 @@ class SynthesisAttentionLayer(nn.Module):
         self.mix_node = nn.Linear(heads, 2 * heads)           # first MLP layer, node half
         self.mix_pos = nn.Linear(heads, 2 * heads, bias=False)  # ... positional half
         self.mix_out = nn.Linear(2 * heads, heads)
-        self.ff = nn.Sequential(nn.Linear(dim, ff_hidden, bias=False), nn.ReLU(),
+        self.ff = nn.Sequential(nn.Linear(dim, ff_hidden, bias=False), nn.ReLU(inplace=True),
                                 nn.Linear(ff_hidden, dim, bias=False))
         self.rotary = rotary
         self.reset_parameters()

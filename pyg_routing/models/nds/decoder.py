@@ -174,7 +174,9 @@ class NDSDecoder(nn.Module):
             glimpse = F.scaled_dot_product_attention(
                 q, keys, values, attn_mask=mask.unsqueeze(1).to(q.dtype))
             g = self.multi_head_combine(merge_heads(glimpse))        # [B, K, dim]
-            ctx = g + self.poly_layer_2(F.relu(self.poly_layer_1(torch.cat([g, z], -1))))
+            # in place on the fresh outputs of the layers (their backward does not read them)
+            poly = F.relu(self.poly_layer_1(torch.cat([g, z], -1)), inplace=True)
+            ctx = self.poly_layer_2(poly).add_(g)
             if fused:
                 scores = torch.matmul(ctx, enc_t).float().view(-1, m)  # fresh: overwritten
                 pick, logp = pick_rows(scores, mask.view(-1, m),
