@@ -1,7 +1,8 @@
 """NDS's search tail (:mod:`pyg_routing.models.nds.tail`) samples by the law of the
 training path's ``log_softmax`` + ``sample_categorical``: the same picks for the same
-uniforms, a chi-squared test of its pick frequencies, and the whole decoder picking
-the same sets either way."""
+uniforms, a chi-squared test of its pick frequencies, the search's GRU step from
+gathered input gates equal to ``nn.GRUCell``, and the whole decoder picking the same
+sets either way."""
 
 import math
 
@@ -10,8 +11,9 @@ import torch
 import torch.nn.functional as F
 from scipy import stats
 
+from pyg_routing.data.dense_rows import take_rows
 from pyg_routing.functional import chunks
-from pyg_routing.models.nds.decoder import NDSDecoder, sample_z
+from pyg_routing.models.nds.decoder import NDSDecoder, gru_step, sample_z
 from pyg_routing.models.nds.tail import pick_rows
 from pyg_routing.models.sampling import sample_categorical, uniforms
 
@@ -84,3 +86,18 @@ def test_the_decoder_picks_the_same_sets_with_the_search_tail():
     assert torch.equal(fast, slow)
     torch.testing.assert_close(fast_logp, slow_logp.detach(), rtol=1e-5, atol=1e-5)
     assert all(len(set(row.tolist())) == 6 for row in fast.view(-1, 6))
+
+
+def test_gru_step_from_gathered_node_gates_equals_the_cell_bit_for_bit():
+    torch.manual_seed(3)
+    cell = torch.nn.GRUCell(24, 24)
+    enc = torch.randn(4, 37, 24)
+    hidden = torch.randn(4 * 50, 24)
+    with torch.no_grad():
+        node_gates = F.linear(enc, cell.weight_ih, cell.bias_ih)           # every node once
+        for seed in range(3):
+            pick = torch.randint(0, 37, (4, 50), generator=torch.Generator().manual_seed(seed))
+            want = cell(take_rows(enc, pick).view(-1, 24), hidden)
+            got = gru_step(cell, take_rows(node_gates, pick).view(-1, 72), hidden)
+            assert torch.equal(got, want)
+            hidden = want

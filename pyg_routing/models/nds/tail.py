@@ -23,7 +23,8 @@ needs (the normalised log-probabilities of every entry):
 That is the law of ``sample_categorical(softmax(l))`` with the same ``u``: the picks
 are the same except where ``u * total`` falls within float rounding (about ``1e-7``
 relative) of a CDF step, and the log-probabilities agree up to rounding. Measured at
-CVRP-500 (one thread): 4.4 ms per step against 13.6 ms for the training path's tail.
+CVRP-500 (one thread): 4.4 ms per step against 13.6 ms for the training path's tail, and
+2.8 ms with the numba draw.
 """
 
 from __future__ import annotations
