@@ -5,7 +5,7 @@ entry: 7–8 ns an entry on the development machine, so DACT's aggregation MLP (
 0.05 on ``[B, M, M, 32]`` activations, drawn again when a checkpointed slice is
 recomputed) spent a fifth of a PPO update of DACT's own network drawing masks.
 :class:`BitDropout` fills 64-bit words from torch's generator (``random_``, four
-entries per word, about 1.3 ns an entry) and keeps an entry where its 16
+entries per word, 1–2 ns an entry) and keeps an entry where its 16
 bits, read as a signed integer, are at least ``t - 2^15`` with ``t = round(p 2^16)``:
 each entry is dropped with probability ``q = t / 2^16`` (``p`` rounded to a multiple of
 ``2^-16``: 0.05 -> 0.0500030518) and kept ones are scaled by ``1 / (1 - q)``, so the
