@@ -5,8 +5,9 @@
 running sum ``c_k = p_0 + ... + p_k`` (in float64) exceeds ``u * total``, capped at the
 first ``k`` whose running sum reaches ``total = c_{M-1}``. Written in torch that is a
 float64 copy of the rows, their ``cumsum`` and two ``searchsorted``: two float64
-temporaries the size of the rows and four passes through memory. :func:`draw_rows`
-does the same per row with two sequential float64 sums and no temporary.
+temporaries the size of the rows and four passes through memory (:func:`inverse_cdf`
+keeps that form for other devices and dtypes). On the CPU :func:`draw_rows` does the
+same per row with two sequential float64 sums and no temporary.
 
 The sums are the same sequential float64 additions as torch's CPU ``cumsum``, so the
 picks equal the torch form's bit for bit, and so do the edge cases: an all-zero row
@@ -68,6 +69,19 @@ def draw_rows_reference(probs: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, n
 def kernel_applies(probs: Tensor) -> bool:
     """Whether :func:`draw_rows` can run on ``probs`` (a 2-D float32/float64 CPU tensor)."""
     return probs.device.type == "cpu" and probs.dtype in KERNEL_DTYPES and probs.dim() == 2
+
+
+def inverse_cdf(probs: Tensor, uniform: Tensor) -> tuple[Tensor, Tensor]:
+    """One index per row of ``probs [R, M]`` (non-negative) for the uniforms ``uniform
+    [R, 1]``: ``(picks [R] long, totals [R, 1] float64)`` on ``probs``' device, by the
+    rule of the module docstring: :func:`draw_rows` where :func:`kernel_applies`, else
+    torch's float64 ``cumsum`` and ``searchsorted``."""
+    if kernel_applies(probs):
+        return draw_rows(probs, uniform)
+    cdf = probs.cumsum(-1, dtype=torch.float64)
+    total = cdf[:, -1:].contiguous()      # searchsorted copies (and warns) otherwise
+    idx = torch.searchsorted(cdf, uniform * total, right=True)
+    return torch.minimum(idx, torch.searchsorted(cdf, total)).squeeze(1), total
 
 
 def draw_rows(probs: Tensor, uniform: Tensor) -> tuple[Tensor, Tensor]:

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from pyg_routing.models.inverse_cdf import draw_rows, kernel_applies
+from pyg_routing.models.inverse_cdf import inverse_cdf
 
 
 def uniforms(rows: int, generator: torch.Generator | None = None,
@@ -37,13 +37,7 @@ def sample_categorical(probs: Tensor, generator: torch.Generator | None = None,
     """
     if uniform is None:
         uniform = uniforms(probs.size(0), generator, probs.device)
-    if kernel_applies(probs):           # the same rule in one pass per row, no temporary
-        return draw_rows(probs, uniform)[0]
-    cdf = probs.cumsum(-1, dtype=torch.float64)
-    total = cdf[:, -1:].contiguous()      # searchsorted copies (and warns) otherwise
-    u = uniform * total
-    idx = torch.searchsorted(cdf, u, right=True)
-    return torch.minimum(idx, torch.searchsorted(cdf, total)).squeeze(1)
+    return inverse_cdf(probs, uniform)[0]
 
 
 def choose(logits: Tensor, greedy: bool = False, generator: torch.Generator | None = None,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from pyg_routing.models import sampling
+from pyg_routing.models import inverse_cdf
 from pyg_routing.models.inverse_cdf import draw_rows, draw_rows_reference, kernel_applies
 from pyg_routing.models.nds import tail
 from pyg_routing.models.sampling import sample_categorical, uniforms
@@ -17,7 +17,7 @@ from pyg_routing.models.sampling import sample_categorical, uniforms
 
 def _torch_form(probs, uniform, monkeypatch):
     with monkeypatch.context() as m:
-        m.setattr(sampling, "kernel_applies", lambda p: False)
+        m.setattr(inverse_cdf, "kernel_applies", lambda p: False)
         return sample_categorical(probs, uniform=uniform)
 
 
@@ -98,7 +98,7 @@ def test_nds_tail_picks_the_same_with_and_without_the_kernel(monkeypatch):
     mask[:, 0] = float("-inf")
     u = uniforms(400, torch.Generator().manual_seed(9))
     got = tail.pick_rows(scores.clone(), mask, u, 0.25, 10.0, 1.0)
-    monkeypatch.setattr(tail, "kernel_applies", lambda p: False)
+    monkeypatch.setattr(inverse_cdf, "kernel_applies", lambda p: False)
     want = tail.pick_rows(scores.clone(), mask, u, 0.25, 10.0, 1.0)
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 

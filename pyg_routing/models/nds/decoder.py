@@ -82,7 +82,8 @@ def sample_z(batch: int, num: int, z_dim: int = Z_DIM,
 def gru_step(cell: nn.GRUCell, gates: Tensor, hidden: Tensor) -> Tensor:
     """``cell(x, hidden)`` from the input gates ``gates = W_ih x + b_ih`` ``[R, 3 dim]``
     (fresh: overwritten), in the order of operations of ATen's CPU ``gru_cell``, so
-    the new hidden state equals ``cell``'s bit for bit (a test keeps it so)."""
+    the new hidden state equals ``cell``'s bit for bit in float32 (a test keeps it so);
+    ``cell`` has biases (NDS's)."""
     hh = torch.addmm(cell.bias_hh, hidden, cell.weight_hh.t())
     i_r, i_z, i_n = gates.chunk(3, 1)
     h_r, h_z, h_n = hh.chunk(3, 1)
@@ -184,8 +185,10 @@ class NDSDecoder(nn.Module):
         # On the CPU the search projects every node through the GRU's input layer once
         # ([B, M, 3 dim]) and gathers the picks' rows each step, instead of projecting
         # the 1 600 gathered rows every step: the same values bit for bit (gru_step).
+        # (Not under autocast: the cell's own dtype handling is what it then follows.)
         node_gates = (F.linear(enc, self.GRU.weight_ih, self.GRU.bias_ih)
-                      if fused and enc.device.type == "cpu" else None)
+                      if fused and enc.device.type == "cpu"
+                      and not torch.is_autocast_enabled("cpu") else None)
         gates = None
         for t in range(k):
             hidden = (self.GRU(last, hidden) if gates is None

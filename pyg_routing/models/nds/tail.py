@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from pyg_routing.functional.chunks import batch_slices, chunk_budget, instances_per_chunk
-from pyg_routing.models.inverse_cdf import draw_rows, kernel_applies
+from pyg_routing.models.inverse_cdf import inverse_cdf
 
 
 def pick_rows(scores: Tensor, mask: Tensor, uniform: Tensor, scale: float, clip: float,
@@ -51,14 +51,7 @@ def pick_rows(scores: Tensor, mask: Tensor, uniform: Tensor, scale: float, clip:
         if temperature != 1.0:                   # x / 1 is x: NDS's T = 1 skips a pass
             logits.div_(temperature)
         p = logits.sub_(logits.amax(-1, keepdim=True)).exp_()
-        if kernel_applies(p):
-            idx, total = draw_rows(p, uniform[sl])
-            idx = idx.unsqueeze(1)
-        else:
-            cdf = p.cumsum(-1, dtype=torch.float64)
-            total = cdf[:, -1:].contiguous()  # searchsorted copies (and warns) otherwise
-            idx = torch.searchsorted(cdf, uniform[sl] * total, right=True)
-            idx = torch.minimum(idx, torch.searchsorted(cdf, total))
-        picks[sl] = idx.squeeze(1)
-        log_prob[sl] = (p.gather(1, idx).double() / total).log_().squeeze(1)
+        idx, total = inverse_cdf(p, uniform[sl])
+        picks[sl] = idx
+        log_prob[sl] = (p.gather(1, idx.unsqueeze(1)).double() / total).log_().squeeze(1)
     return picks, log_prob
