@@ -197,7 +197,8 @@ class NDSDecoder(nn.Module):
             glimpse = F.scaled_dot_product_attention(
                 q, keys, values, attn_mask=mask.unsqueeze(1).to(q.dtype))
             g = self.multi_head_combine(merge_heads(glimpse))        # [B, K, dim]
-            # in place on the fresh outputs of the layers (their backward does not read them)
+            # in place on the layers' fresh outputs (their backward does not read them; with
+            # gradients autograd rebases the view, no slower: docs/design.md)
             poly = F.relu(self.poly_layer_1(torch.cat([g, z], -1)), inplace=True)
             ctx = self.poly_layer_2(poly).add_(g)
             if fused:

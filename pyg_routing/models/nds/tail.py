@@ -45,7 +45,8 @@ def pick_rows(scores: Tensor, mask: Tensor, uniform: Tensor, scale: float, clip:
     rows, m = scores.shape
     picks = torch.empty(rows, dtype=torch.long, device=scores.device)
     log_prob = torch.empty(rows, dtype=torch.float32, device=scores.device)
-    # a slice: its float32 logits and the float64 running sum (3 floats per entry)
+    # a slice: its float32 logits and, in torch's form of the draw (not the CPU kernel's),
+    # the float64 running sum (3 floats per entry)
     for sl in batch_slices(rows, instances_per_chunk(4 * m, chunk_budget(scores.device))):
         logits = scores[sl].mul_(scale).tanh_().mul_(clip).add_(mask[sl])
         if temperature != 1.0:                   # x / 1 is x: NDS's T = 1 skips a pass
