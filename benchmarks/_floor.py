@@ -17,7 +17,10 @@ process CPU time on ONE torch thread (:func:`pyg_routing.threads.apply_threads` 
 ``PYG_ROUTING_THREADS=1`` unless the user set it): on a machine shared with other
 jobs a descheduled process does not accrue CPU time, where its wall time would grow.
 Wall time is printed beside it. Page faults are the process's minor faults
-(``ru_minflt``) during the unit: fresh pages the kernel had to map and zero.
+(``ru_minflt``) during the unit: fresh pages the kernel had to map and zero. The
+process keeps the memory it frees, as the commands' processes do
+(:mod:`pyg_routing.memory`); ``PYG_ROUTING_MALLOC=glibc`` times glibc's defaults, what
+a Python program that does not set them gets.
 
 On CUDA (``--device cuda``, :func:`use_device`) the floor's tensors live on the GPU,
 in half precision under ``--precision bf16|16`` (the products autocast would run),
@@ -40,6 +43,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from pyg_routing.memory import apply_memory_policy
 from pyg_routing.models.compiled import set_compiled
 from pyg_routing.threads import THREADS_ENV, apply_threads
 
@@ -96,19 +100,27 @@ def _empty(*shape: int) -> torch.Tensor:
     return torch.empty(*shape, device=_DEVICE, dtype=_DTYPE)
 
 
-def one_thread() -> int:
-    """Torch on one thread unless ``PYG_ROUTING_THREADS`` says otherwise."""
+def as_a_command() -> int:
+    """The process set up as the commands set theirs, on one thread: torch on one
+    thread unless ``PYG_ROUTING_THREADS`` says otherwise, and the commands' memory
+    policy (:mod:`pyg_routing.memory`: freed memory kept; ``PYG_ROUTING_MALLOC=glibc``
+    times glibc's defaults instead). Returns the thread count."""
     os.environ.setdefault(THREADS_ENV, "1")
+    _MEMORY[0] = "freed memory kept" if apply_memory_policy() else "glibc's malloc defaults"
     return apply_threads()
 
 
+_MEMORY = ["glibc's malloc defaults"]
+
+
 def machine_line() -> str:
-    """Cores, torch threads, load average: the state the numbers were taken in."""
+    """Cores, torch threads, load average, memory policy: the state the numbers were
+    taken in."""
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     gpu = (f", {torch.cuda.get_device_name(_DEVICE)} ({str(_DTYPE).removeprefix('torch.')} "
            f"floor)" if _DEVICE.type == "cuda" else "")
     return (f"{os.cpu_count()} cores, torch {torch.__version__} on "
-            f"{torch.get_num_threads()} thread(s), load average {load}{gpu}")
+            f"{torch.get_num_threads()} thread(s), {_MEMORY[0]}, load average {load}{gpu}")
 
 
 # ------------------------------------------------------------------ floor ops

@@ -37,6 +37,7 @@ import argparse
 import torch
 from _floor import (
     add_device_arguments,
+    as_a_command,
     attention,
     backward_shapes,
     compiled_copy,
@@ -44,7 +45,6 @@ from _floor import (
     interleaved,
     layer_norm,
     machine_line,
-    one_thread,
     print_table,
     run_ops,
     search_runners,
@@ -103,7 +103,7 @@ def main() -> None:
                              "round compiles)")
     add_device_arguments(parser)
     args = parser.parse_args()
-    one_thread()
+    as_a_command()
     device = use_device(args.device, args.precision)
     torch.manual_seed(0)
     inst = make_generator(args.problem, args.customers, seed=0).sample(args.batch).to(device)

@@ -27,10 +27,10 @@ import argparse
 import torch
 from _floor import (
     add_device_arguments,
+    as_a_command,
     compiled_copy,
     interleaved,
     machine_line,
-    one_thread,
     print_table,
     run_ops,
     search_runners,
@@ -57,7 +57,7 @@ def main() -> None:
                              "round compiles)")
     add_device_arguments(parser)
     args = parser.parse_args()
-    one_thread()
+    as_a_command()
     device = use_device(args.device, args.precision)
     torch.manual_seed(0)
     inst = make_generator("pdtsp", args.customers, seed=0).sample(args.batch).to(device)

@@ -34,12 +34,12 @@ import numpy as np
 import torch
 from _floor import (
     add_device_arguments,
+    as_a_command,
     attention,
     gemms,
     instance_norm,
     interleaved,
     machine_line,
-    one_thread,
     print_table,
     run_ops,
     softmax,
@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     add_device_arguments(parser)
     args = parser.parse_args()
-    one_thread()
+    as_a_command()
     use_device(args.device, args.precision)
     print(machine_line())
     for n in (int(x) for x in args.customers.split(",")):

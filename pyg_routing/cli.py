@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                               r"deprecated")
     from pyg_routing.commands.grammar import normalize
     from pyg_routing.errors import RunInterrupted, one_line
+    from pyg_routing.memory import apply_memory_policy
     from pyg_routing.threads import THREADS_ENV, apply_threads
 
     module = importlib.import_module(f"pyg_routing.commands.{COMMANDS[name][0]}")
@@ -76,6 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # seeded run repeats its numbers whatever the machine's load
         if os.environ.get(THREADS_ENV):
             apply_threads()
+        # freed memory stays in the process (PYG_ROUTING_MALLOC=glibc: glibc's defaults),
+        # so a step's temporaries do not come back as fresh, faulted pages every step
+        apply_memory_policy()
         if getattr(parsed.options, "print_config", False):
             print(module.print_config(parsed), end="")
             return 0

@@ -43,7 +43,8 @@ PACKAGE = "pyg_routing"
 
 #: Layer of each top-level module or subpackage of ``pyg_routing`` (lowest first).
 LAYERS: dict[str, int] = {
-    "errors": 0, "data": 0, "recipes": 0, "threads": 0, "options": 0, "_lazy": 0,
+    "errors": 0, "data": 0, "recipes": 0, "threads": 0, "memory": 0, "options": 0,
+    "_lazy": 0,
     # the encodings' registry builds their transforms; models read it
     "functional": 1, "transforms": 1, "encodings": 1,
     "envs": 2, "models": 2,
