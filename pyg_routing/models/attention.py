@@ -85,4 +85,5 @@ def instance_norm(x: Tensor, eps: float = 1e-5) -> Tensor:
     n = m * d
     ratio = (n - 1) / n
     out = F.layer_norm(x.reshape(b, n), (n,), eps=eps * ratio)
-    return (out * math.sqrt(ratio)).view(b, m, d)
+    # in place on the fresh output, whose value the norm's backward does not read
+    return out.mul_(math.sqrt(ratio)).view(b, m, d)
