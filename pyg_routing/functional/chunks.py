@@ -12,9 +12,10 @@ megabytes (cache-resident, reused by the allocator: no fault in steady state).
 Only where nothing needs a gradient: with autograd, slices would change the sum order
 of the weight gradients (and the saved activations are needed whole anyway). The
 operations sliced are row-wise over the batch, so a slice computes what the whole
-batch computes, bit for bit except in the layers with a single output column (MKL's
-matrix-vector products sum in an order that depends on the number of rows: a last-bit
-difference; tests check both per model). ``docs/design.md`` has the measurements.
+batch computes, bit for bit on one thread except in the layers with a single output
+column (MKL's matrix-vector products sum in an order that depends on the number of
+rows: a last-bit difference; tests check both per model) and, on some CPUs, in products
+of 1-3 rows or on several threads (``docs/design.md``, which has the measurements).
 """
 
 from __future__ import annotations

@@ -266,7 +266,9 @@ def test_the_decoder_scores_in_slices_what_the_whole_batch_scores(monkeypatch, p
     # checkpointed: each slice once forward, once again in the backward (last first)
     sizes = [per_slice] * (b // per_slice) + [b % per_slice] * (b % per_slice > 0)
     assert calls == sizes + sizes[::-1]
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    # the slices' products sum in another order (float32: seen 2.5e-6 off at 0.13 on
+    # an AMD EPYC); a wrong slice would be off by the gradient's own size
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
 def test_checkpointed_slices_recompute_the_forwards_dropout_masks(monkeypatch):
