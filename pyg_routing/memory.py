@@ -7,7 +7,7 @@ maps blocks above another (at most 32 MB) afresh each time; the next step's
 temporaries then arrive as fresh pages, each faulted in and zeroed by the kernel
 (issue 40). The largest temporaries already run in cache-sized slices
 (:mod:`pyg_routing.functional.chunks`), but what is left still faulted: N2S's
-search step at PDP-51, batch 64, took 5 000-8 000 page faults and 15-20 % of its
+search step at PDP-51, batch 64, took 4 000-7 400 page faults and 15-20 % of its
 time, NDS's CVRP-500 destroy decoder 5 000-7 500 and about 5 %.
 
 A library does not own the process's allocator, so the package never changes it on
