@@ -52,6 +52,8 @@ Op = Callable[[], object]
 #: Where the floor's tensors live and their dtype (:func:`use_device`).
 _DEVICE = torch.device("cpu")
 _DTYPE = torch.float32
+#: the process's memory policy, as :func:`as_a_command` set it (for :func:`machine_line`)
+_MEMORY = "glibc's malloc defaults"
 #: ``--precision`` -> the autocast dtype (``None``: full precision).
 PRECISIONS = {"32": None, "bf16": torch.bfloat16, "16": torch.float16}
 
@@ -105,12 +107,10 @@ def as_a_command() -> int:
     thread unless ``PYG_ROUTING_THREADS`` says otherwise, and the commands' memory
     policy (:mod:`pyg_routing.memory`: freed memory kept; ``PYG_ROUTING_MALLOC=glibc``
     times glibc's defaults instead). Returns the thread count."""
+    global _MEMORY
     os.environ.setdefault(THREADS_ENV, "1")
-    _MEMORY[0] = "freed memory kept" if apply_memory_policy() else "glibc's malloc defaults"
+    _MEMORY = "freed memory kept" if apply_memory_policy() else "glibc's malloc defaults"
     return apply_threads()
-
-
-_MEMORY = ["glibc's malloc defaults"]
 
 
 def machine_line() -> str:
@@ -120,7 +120,7 @@ def machine_line() -> str:
     gpu = (f", {torch.cuda.get_device_name(_DEVICE)} ({str(_DTYPE).removeprefix('torch.')} "
            f"floor)" if _DEVICE.type == "cuda" else "")
     return (f"{os.cpu_count()} cores, torch {torch.__version__} on "
-            f"{torch.get_num_threads()} thread(s), {_MEMORY[0]}, load average {load}{gpu}")
+            f"{torch.get_num_threads()} thread(s), {_MEMORY}, load average {load}{gpu}")
 
 
 # ------------------------------------------------------------------ floor ops

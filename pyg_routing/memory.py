@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 
 #: the environment variable that chooses the memory policy of every command
 MALLOC_ENV = "PYG_ROUTING_MALLOC"
@@ -50,8 +49,12 @@ _M_MMAP_THRESHOLD = -3
 
 
 def is_glibc() -> bool:
-    """Whether this process's C library is glibc (whose ``mallopt`` the policy sets)."""
-    return platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    """Whether this process's C library is glibc (whose ``mallopt`` the policy sets): the
+    running library's own answer, not a scan of the interpreter's binary."""
+    try:
+        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    except (AttributeError, ValueError, OSError):    # no confstr, or no such name
+        return False
 
 
 def keep_freed_memory(trim_threshold: int = TRIM_THRESHOLD,
