@@ -1,7 +1,7 @@
 """DACT against its arithmetic floor: a search step at the size users run (CVRP-100,
-batch 512; ``--problem tsp --customers 50 --batch 64`` for the issue's TSP row). The
-floor is the GPS network's (``--encoder gps``, the default here); ``--encoder native``
-times DACT's own network (the recipes' default) without a floor.
+batch 512; ``--problem tsp --customers 50 --batch 64`` for the issue's TSP row), with
+the GPS network (``--encoder gps``, the default here) or DACT's own network
+(``--encoder native``, the recipes' default), each against its own floor.
 
 Rows, interleaved round by round (medians of ``--rounds``, one torch thread, CPU
 time; see ``_floor.py``):
@@ -22,6 +22,16 @@ time; see ``_floor.py``):
   projections, the per-head compatibilities (``B H x M x D/H x M``), the pair MLP
   over all ``B M^2`` pairs (``H -> hidden`` and ``hidden -> 1``) and the softmax over
   the ``M^2`` moves.
+* ``floor`` of ``--encoder native``: the input projection (``N x F x D``; a node code
+  of another width than ``D`` through ``N x W x D``); per layer and aspect the
+  per-head queries and keys (``N x D x D`` each) and the two value sets (``N x D x
+  2D``), the fused attention kernel for each of the four (aspect, value set) reads
+  (``B x H`` heads of ``M x D/H``), the output map (``N x 2D x D``), the feed-forward
+  block (``N x D x F``, ``N x F x D``) and two instance norms; the decoder's
+  refinement per aspect (``N x D x D``, ``B x D x D``), its full-width per-head
+  queries and keys (``N x D x H D`` each), the compatibilities (``B H x M x D x M``),
+  the aggregation MLP over all ``B M^2`` pairs (``2H -> 32 -> 32 -> 1``) and the
+  softmax over the moves.
 
 ``--train`` adds a PPO update of the same batch: the forward with gradients of the
 actor and the critic scoring the sampled moves, and the backward (``ours: PPO
@@ -79,6 +89,43 @@ def floor_shapes(policy: DACTPolicy, b: int, m: int) -> tuple[list, list]:
     return shapes, rest
 
 
+def native_floor_shapes(policy: DACTPolicy, b: int, m: int) -> tuple[list, list]:
+    """:func:`floor_shapes` of DACT's own network (``--encoder native``)."""
+    enc, dec = policy.encoder, policy.decoder
+    d, h, n = enc.dim, enc.heads, b * m
+    shapes = [(1, n, enc.in_channels, d)]
+    if enc.pos_embed is not None:
+        shapes += [(1, n, enc.pos_embed.in_features, d)]
+    rest: list[tuple[str, tuple]] = []
+    for layer in enc.layers:
+        ff = layer.ff[0][0].out_features
+        per_aspect = [(1, n, d, d), (1, n, d, d), (1, n, d, 2 * d), (1, n, 2 * d, d),
+                      (1, n, d, ff), (1, n, ff, d)]
+        shapes += per_aspect * 2
+        rest += [("attention", (b, h, m, d // h))] * 4 + [("norm", (b, m * d))] * 4
+    mix = [layer for layer in dec.mix if isinstance(layer, torch.nn.Linear)]
+    shapes += [(1, n, d, d), (1, b, d, d), (1, n, d, dec.heads * d),
+               (1, n, d, dec.heads * d), (b * dec.heads, m, d, m)] * 2
+    shapes += [(1, b * m * m, lin.in_features, lin.out_features) for lin in mix]
+    rest += [("softmax", (b, m * m))]
+    return shapes, rest
+
+
+def native_critic(policy: DACTPolicy, b: int, m: int) -> tuple[list, list, list]:
+    """DACT's critic (:class:`~pyg_routing.models.dact.DACTCritic`): its products, its
+    attention and norms, and its attention's products (for the backward)."""
+    critic = policy.critic
+    w, h = critic.dim, critic.heads
+    e, n = w // h, b * m
+    value = [lin for lin in critic.value_mlp if isinstance(lin, torch.nn.Linear)]
+    shapes = [(1, n, w, h * e)] * 3 + [(1, n, h * e, w), (1, n, w, critic.ff[0].out_features),
+                                       (1, n, critic.ff[0].out_features, w), (1, n, w, w),
+                                       (1, b, w, w)]
+    shapes += [(1, b, lin.in_features, lin.out_features) for lin in value]
+    rest = [("attention", (b, h, m, e))] + [("norm", (b, m * w))] * 2
+    return shapes, rest, [(b * h, m, e, m), (b * h, m, m, e)]
+
+
 def floor_ops(shapes: list, rest: list) -> list:
     ops = gemms(shapes)
     for kind, args in rest:
@@ -118,11 +165,10 @@ def main() -> None:
         runners |= search_runners(env, state, compiled_copy(policy), args.precision,
                                   label="compiled")
     ours = list(runners)
-    floored = args.encoder == "gps"
-    if floored:
-        shapes, rest = floor_shapes(policy, b, m)
-        forward = floor_ops(shapes, rest)
-        runners["floor"] = (lambda: run_ops(forward), 1)
+    native = args.encoder == "native"
+    shapes, rest = (native_floor_shapes if native else floor_shapes)(policy, b, m)
+    forward = floor_ops(shapes, rest)
+    runners["floor"] = (lambda: run_ops(forward), 1)
     if args.train:
         policy.train()
         prepared = policy.prepare(fixed)
@@ -135,15 +181,19 @@ def main() -> None:
             _, log_prob, entropy, value = policy(prepared, action=moves, detach_critic=True)
             (log_prob.mean() + entropy.mean() + value.square().mean()).backward()
 
-        if floored:
-            # the attention's backward as twice its two products (scores, values)
-            enc = policy.encoder
-            d, h = enc.dim, enc.heads
-            att = [(b * h, m, d // h, m), (b * h, m, m, d // h)] * len(enc.layers)
-            critic = [(1, b, 2 * d + 2, 64), (1, b, 64, 1)]
-            backward = gemms(backward_shapes(shapes + critic + att))
-            training = forward + gemms(critic) + backward
-            runners["floor: PPO update"] = (lambda: run_ops(training), 1)
+        # the attention's backward as twice its two products (scores, values)
+        enc = policy.encoder
+        d, h = enc.dim, enc.heads
+        reads = 4 if native else 1            # DACT: four (aspect, value set) reads a layer
+        att = [(b * h, m, d // h, m), (b * h, m, m, d // h)] * reads * len(enc.layers)
+        if native:
+            critic, critic_rest, critic_att = native_critic(policy, b, m)
+            att += critic_att
+        else:
+            critic, critic_rest = [(1, b, 2 * d + 2, 64), (1, b, 64, 1)], []
+        backward = gemms(backward_shapes(shapes + critic + att))
+        training = forward + floor_ops(critic, critic_rest) + backward
+        runners["floor: PPO update"] = (lambda: run_ops(training), 1)
         runners["ours: PPO update"] = (under_precision(ppo_update, args.precision), 1)
     print(machine_line())
     print(f"DACT {args.problem.upper()}-{args.customers}, batch {b}, M = {m} nodes "
@@ -151,10 +201,10 @@ def main() -> None:
           f"{args.rounds} interleaved rounds")
     rows = interleaved(runners, args.rounds)
     search_rows = {k: v for k, v in rows.items() if "PPO" not in k}
-    print_table("search (no gradient)", search_rows, "floor" if floored else None, ours)
+    print_table("search (no gradient)", search_rows, "floor", ours)
     if args.train:
         print_table("training", {k: v for k, v in rows.items() if "PPO" in k},
-                    "floor: PPO update" if floored else None, ["ours: PPO update"])
+                    "floor: PPO update", ["ours: PPO update"])
     print(machine_line())
 
 
