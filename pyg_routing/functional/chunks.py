@@ -1,4 +1,5 @@
-"""Batch slices for the no-gradient hot paths of the search.
+"""Batch slices for the no-gradient hot paths of the search, and the budget of the
+training passes that keep their slices' activations (:func:`keeps_activations`).
 
 A search step over ``B`` instances of ``M`` nodes makes temporaries of ``B * M * dim``
 (encoder) and ``B * M * M * hidden`` (pair scores) elements. At the batch sizes users
@@ -36,6 +37,21 @@ CHUNK_ELEMENTS = 1 << 20
 #: on a GPU the caching allocator never faults and every op is a kernel launch: slices
 #: only bound the memory (256 MB of float32), they are not for the cache.
 CUDA_CHUNK_ELEMENTS = 1 << 26
+
+
+#: the bytes of activations a training pass in slices keeps for its backward rather than
+#: recompute them there: on the CPU half the free memory the commands keep
+#: (:mod:`pyg_routing.memory`: 256 MB), so kept activations come back from the heap each
+#: update instead of as fresh, faulted pages; on a GPU a bound on the memory alone.
+KEEP_BYTES = 1 << 27
+CUDA_KEEP_BYTES = 1 << 30
+
+
+def keeps_activations(saved_bytes: int, device: torch.device | str) -> bool:
+    """Whether a training pass whose slices save ``saved_bytes`` in all for the
+    backward keeps them (else each slice is checkpointed and recomputed)."""
+    cuda = torch.device(device).type == "cuda"
+    return saved_bytes <= (CUDA_KEEP_BYTES if cuda else KEEP_BYTES)
 
 
 def chunk_budget(device: torch.device | str) -> int:

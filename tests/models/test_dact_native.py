@@ -262,10 +262,15 @@ def test_the_decoder_scores_in_slices_what_the_whole_batch_scores(monkeypatch, p
     assert calls[:b // per_slice] == [per_slice] * (b // per_slice)
     policy.eval()
     calls.clear()
+    monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device: False)
     got = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
     # checkpointed: each slice once forward, once again in the backward (last first)
     sizes = [per_slice] * (b // per_slice) + [b % per_slice] * (b % per_slice > 0)
     assert calls == sizes + sizes[::-1]
+    calls.clear()
+    monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device: True)
+    kept = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
+    assert calls == sizes and torch.equal(kept, got)      # kept: each slice once
     # the slices' products sum in another order (float32: seen 2.5e-6 off at 0.13 on
     # an AMD EPYC); a wrong slice would be off by the gradient's own size
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
@@ -285,6 +290,7 @@ def test_checkpointed_slices_recompute_the_forwards_dropout_masks(monkeypatch):
     hg = policy.embed(obs).detach().requires_grad_()
     monkeypatch.setattr(mhc, "chunk_budget",
                         lambda device: m * m * policy.decoder.mix[0].out_features)
+    monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device: False)
     torch.manual_seed(7)
     got = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
     dec = policy.decoder
@@ -298,6 +304,69 @@ def test_checkpointed_slices_recompute_the_forwards_dropout_masks(monkeypatch):
     torch.manual_seed(8)
     other = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
     assert not torch.equal(other, got)            # the masks are random, and they matter
+
+
+def test_kept_slices_train_as_the_checkpointed_ones(monkeypatch):
+    """Slices whose activations fit the budget are kept for the backward, not
+    checkpointed: in training mode (dropout) the same gradients of the whole policy,
+    bit for bit, and the global random state left where checkpointing leaves it."""
+    from pyg_routing.models.dact import mhc
+
+    torch.manual_seed(0)
+    policy = DACTPolicy.build("cvrp", pe="ipexpe", encoder="native").train()
+    env, _, state = _state(steps=4)
+    obs = policy.prepare(env.policy_observation(state))
+    m = state.order.shape[1]
+    monkeypatch.setattr(mhc, "chunk_budget",
+                        lambda device: 2 * m * m * policy.decoder.mix[0].out_features)
+    runs = {}
+    for kept in (False, True):
+        monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device, k=kept: k)
+        policy.zero_grad(set_to_none=True)
+        torch.manual_seed(5)
+        _, log_prob, entropy, value = policy(obs, generator=torch.Generator().manual_seed(1))
+        (log_prob.mean() + entropy.mean() + value.square().mean()).backward()
+        runs[kept] = ([p.grad.clone() for p in policy.parameters()], torch.rand(3))
+    (grads, after), (kept_grads, kept_after) = runs[False], runs[True]
+    assert all(torch.equal(a, b) for a, b in zip(grads, kept_grads))
+    assert torch.equal(after, kept_after)
+
+
+@pytest.mark.parametrize("instances", [1, 3])
+def test_compatibilities_by_head_are_the_batched_product_bit_for_bit(instances):
+    """The search's per-head products on the projections' own memory give ``q k^T``
+    exactly as the product batched over the heads does (which copies both out first);
+    queries of another layout take the batched product itself."""
+    from pyg_routing.models.dact.mhc import _compat_by_head, per_head
+
+    torch.manual_seed(0)
+    dec = DACTPolicy.build("tsp", encoder="native").decoder
+    refined = torch.randn(2, instances, 17, dec.dim)
+    with torch.no_grad():                                 # the search's path
+        q, k = per_head(refined, dec.query), per_head(refined, dec.key)   # [2, c, H, M, D]
+        want = (q @ k.transpose(-1, -2)).permute(2, 0, 1, 3, 4)
+        got = _compat_by_head(q, k)
+        other = _compat_by_head(q.contiguous(), k.contiguous())
+    assert q.transpose(2, 3).is_contiguous()             # the per-head products' case
+    assert got.shape == (dec.heads, 2, instances, 17, 17) and torch.equal(got, want)
+    assert torch.equal(other, want)
+
+
+def test_the_decoder_keeps_activations_up_to_the_budget():
+    """The rule: five ``[B M², hidden]`` activations against 128 MB on the CPU (half the
+    free memory the commands keep), 1 GB on a GPU."""
+    from pyg_routing.functional.chunks import CUDA_KEEP_BYTES, KEEP_BYTES, keeps_activations
+
+    dec = DACTPolicy.build("tsp", encoder="native").decoder
+    hidden = dec.mix[0].out_features
+    hg = torch.empty(64, 50, 128)                          # TSP-50, the CPU recipe's batch
+    assert dec._saved_bytes(hg) == 5 * 64 * 50 * 50 * hidden * 4
+    assert keeps_activations(dec._saved_bytes(hg), "cpu")
+    big = torch.empty(600, 50, 128)                        # the recipe's batch of 600
+    assert not keeps_activations(dec._saved_bytes(big), "cpu")
+    assert keeps_activations(dec._saved_bytes(big), "cuda")
+    assert keeps_activations(KEEP_BYTES, "cpu") and not keeps_activations(KEEP_BYTES + 1, "cpu")
+    assert not keeps_activations(CUDA_KEEP_BYTES + 1, torch.device("cuda", 0))
 
 
 def _explicit_dual_aspect(layer, h, g, bias):

@@ -233,6 +233,31 @@ def test_place_scores_equal_autograd_in_slices_with_their_gradient(monkeypatch, 
         (left, right, *weights))
 
 
+def test_kept_place_activations_give_the_recomputed_gradients_bit_for_bit(monkeypatch):
+    """Within :func:`keeps_activations`'s budget ``PlaceScores`` keeps each slice's two
+    activations for its backward instead of recomputing them: the same logits and
+    gradients, bit for bit (float32, a slice per instance); these small shapes keep
+    under the real rule."""
+    from pyg_routing.models.n2s import place_scores as module
+
+    monkeypatch.setattr(module, "chunk_budget", lambda device: 40)
+    real_hidden, real_rule = module._hidden, module.keeps_activations
+    calls = []
+    monkeypatch.setattr(module, "_hidden", lambda *a: calls.append(1) or real_hidden(*a))
+    left, right, first, second, weights = _places_setting(torch.float32)
+    inputs = (left, right, first, second, *weights)
+    w = torch.randn(first.shape, generator=torch.Generator().manual_seed(1))
+    runs = {}
+    for kept, rule in (("recomputed", lambda saved, device: False), ("kept", real_rule)):
+        monkeypatch.setattr(module, "keeps_activations", rule)
+        calls.clear()
+        runs[kept] = _grads(module.PlaceScores.apply, inputs, w)
+        assert len(calls) == (7 if kept == "kept" else 14)       # 7 slices, once or twice
+    (out, grads), (kept_out, kept_grads) = runs["recomputed"], runs["kept"]
+    assert torch.equal(kept_out, out)
+    assert all(torch.equal(a, b) for a, b in zip(kept_grads, grads))
+
+
 def test_the_elementwise_place_logits_for_the_compiler_equal_the_eager_ones(monkeypatch):
     """``place_scores(compiled=True)`` runs each slice through
     ``place_logits_elementwise`` (the form ``torch.compile`` gets; here run eagerly):

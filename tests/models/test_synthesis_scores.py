@@ -65,6 +65,30 @@ def test_scores_and_gradients_equal_the_eager_layer_in_slices(monkeypatch, per_s
     assert torch.autograd.gradcheck(module.SynthesisScores.apply, tuple(small))
 
 
+@pytest.mark.parametrize("positional", [True, False])
+def test_kept_channels_give_the_recomputed_gradients_bit_for_bit(monkeypatch, positional):
+    """Within :func:`keeps_activations`'s budget the forward keeps each slice's node
+    scores and channels and the backward reads them instead of recomputing them: the
+    same scores and gradients, bit for bit (float32, three slices); these small
+    shapes keep under the real rule."""
+    monkeypatch.setattr(module, "chunk_budget", lambda device: 2 * 2 * H * M * M)
+    real_channels, real_rule = module._channels, module.keeps_activations
+    calls = []
+    monkeypatch.setattr(module, "_channels", lambda *a: calls.append(1) or real_channels(*a))
+    layer, leaves = _inputs(torch.float32, positional=positional)
+    g = torch.randn(B, H, M, M, generator=torch.Generator().manual_seed(1))
+    runs = {}
+    for kept, rule in (("recomputed", lambda saved, device: False), ("kept", real_rule)):
+        monkeypatch.setattr(module, "keeps_activations", rule)
+        calls.clear()
+        runs[kept] = _run(module.SynthesisScores.apply, None, leaves, g)
+        assert len(calls) == (3 if kept == "kept" else 6)        # 3 slices, once or twice
+    (out, grads), (kept_out, kept_grads) = runs["recomputed"], runs["kept"]
+    assert torch.equal(kept_out, out)
+    for a, b in zip(kept_grads, grads):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
 def test_one_slice_gives_autograds_gradients_bit_for_bit():
     """A batch within one slice (the fixed-seed trainings' sizes): the scores and every
     gradient exactly as autograd through the eager layer (float32)."""

@@ -25,6 +25,7 @@ from pyg_routing.functional.chunks import (
     batch_slices,
     chunk_budget,
     instances_per_chunk,
+    keeps_activations,
     needs_grad,
 )
 from pyg_routing.models.attention import instance_norm
@@ -99,7 +100,9 @@ class MHCDecoder(MoveDecoder):
         ``B = 512``) and the full-width queries and keys (119 MB each) never exist
         whole. With gradients each slice is checkpointed (``torch.utils.checkpoint``,
         the random state kept, so the recomputed dropout masks are the forward's): the
-        backward recomputes a slice's scores instead of keeping every activation. The
+        backward recomputes a slice's scores instead of keeping every activation, unless
+        all slices' activations fit :func:`~pyg_routing.functional.chunks.keeps_activations`
+        (batches of 64 at TSP-50: 104 MB), which are then kept (the same gradients). The
         values are the whole batch's but for the last bit of the one-column output
         layer; a slice draws its own dropout masks (a batch within one slice: the
         whole batch's draws)."""
@@ -111,8 +114,11 @@ class MHCDecoder(MoveDecoder):
         if needs_grad(self, hg):
             # split, not slicing: the backward concatenates the slices' gradients once
             # instead of zero-filling a whole-size gradient per slice
+            parts = self._refined(hg).split(per_chunk, 1)
+            if keeps_activations(self._saved_bytes(hg), hg.device):
+                return torch.cat([self._pair_logits(part) for part in parts])
             return torch.cat([checkpoint(self._pair_logits, part, use_reentrant=False)
-                              for part in self._refined(hg).split(per_chunk, 1)])
+                              for part in parts])
         out = hg.new_empty(b, m, m)
         for sl, scores in self._search_slices(hg, per_chunk):
             out[sl] = scores
@@ -146,6 +152,14 @@ class MHCDecoder(MoveDecoder):
         return torch.stack([self.project_node[a](x[a])
                             + self.project_graph[a](x[a].amax(1)).unsqueeze(1)
                             for a in range(2)])
+
+    def _saved_bytes(self, hg: Tensor) -> int:
+        """What autograd saves of the scores of ``hg``'s pairs: about five ``[B M²,
+        hidden]`` activations (the pairs, the first layer's output, the dropout's
+        mask and output, the second layer's output; measured: 648 bytes a pair in
+        float32 at hidden 32)."""
+        b, m = hg.shape[:2]
+        return 5 * b * m * m * self.mix[0].out_features * hg.element_size()
 
     def _per_chunk(self, hg: Tensor) -> int:
         """Instances per slice: the aggregation MLP's ``[c M², hidden]`` activations
@@ -212,14 +226,14 @@ class MHCDecoder(MoveDecoder):
         dtype (the refined aspects'; under autocast, the products' half precision).
         The same values but for the last bit of the one-column output layer."""
         q, k = per_head(refined, self.query), per_head(refined, self.key)  # [2, c, H, M, D]
-        compat = (q @ k.transpose(-1, -2)).div_(math.sqrt(self.dim))      # [2, c, H, M, M]
-        c, hh, m = compat.shape[1], compat.shape[2], compat.shape[3]
+        compat = _compat_by_head(q, k).div_(math.sqrt(self.dim))         # [H, 2, c, M, M]
+        hh, c, m = compat.shape[0], compat.shape[2], compat.shape[3]
         p, dt = c * m * m, ws.pairs.dtype
         first, second, last = self.mix[0], self.mix[3], self.mix[5]
         pairs = ws.pairs[:p]
         laid = pairs.view(c, m, m, 2 * hh)
-        laid[..., :hh].copy_(compat[1].permute(0, 2, 3, 1))             # positional heads
-        laid[..., hh:].copy_(compat[0].permute(0, 2, 3, 1))             # then node heads
+        laid[..., :hh].copy_(compat[:, 1].permute(1, 2, 3, 0))          # positional heads
+        laid[..., hh:].copy_(compat[:, 0].permute(1, 2, 3, 0))          # then node heads
         with torch.autocast(compat.device.type, enabled=False):
             z = torch.addmm(first.bias.to(dt), pairs, first.weight.t().to(dt),
                             out=ws.first[:p]).relu_()
@@ -248,6 +262,27 @@ class MHCDecoder(MoveDecoder):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(dim={self.dim}, heads={self.heads}, clip={self.clip}"
                 f"{', compiled=True' if self.compiled else ''})")
+
+
+def _compat_by_head(q: Tensor, k: Tensor) -> Tensor:
+    """``q k^T`` per head, head-major (``[H, 2, c, M, M]`` of ``q, k [2, c, H, M, D]``),
+    one batched product per head on ``q``'s and ``k``'s own memory.
+
+    :func:`per_head` leaves each head's rows ``H D`` apart (a permuted view of its
+    ``[2, c, M, H, D]`` product), which a product batched over the heads as well would
+    copy out first, queries and keys alike (a fifth of a search slice's scores at
+    TSP-50). Per head, the rows are a strided matrix the product reads in place: the
+    same dot products, the same values bit for bit."""
+    a, c, h, m, d = q.shape
+    natural_q, natural_k = q.transpose(2, 3), k.transpose(2, 3)          # [2, c, M, H, D]
+    if not (natural_q.is_contiguous() and natural_k.is_contiguous()):
+        return (q @ k.transpose(-1, -2)).permute(2, 0, 1, 3, 4)
+    out = q.new_empty(h, a * c, m, m)
+    for head in range(h):                         # H = 4 products, not a loop over data
+        rows_q = natural_q[:, :, :, head].reshape(a * c, m, d)
+        rows_k = natural_k[:, :, :, head].reshape(a * c, m, d)
+        torch.bmm(rows_q, rows_k.transpose(1, 2), out=out[head])
+    return out.view(h, a, c, m, m)
 
 
 class _MixWorkspace:

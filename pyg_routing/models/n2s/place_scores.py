@@ -10,8 +10,10 @@ Here both passes run in cache-sized slices of instances:
 
 * :func:`place_scores` writes the logits slice by slice (the search's form, and the
   forward of :class:`PlaceScores`);
-* :class:`PlaceScores` saves only its inputs and recomputes each slice's activations
-  in its backward (two small products more, on data in cache).
+* :class:`PlaceScores` saves its inputs and recomputes each slice's activations in its
+  backward (two small products more, on data in cache), or, where all slices' fit
+  :func:`~pyg_routing.functional.chunks.keeps_activations` (PDP-51 at ``B`` = 64:
+  20 MB), reads the ones its forward kept.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from pyg_routing.functional.chunks import batch_slices, chunk_budget, instances_per_chunk
+from pyg_routing.functional.chunks import (
+    batch_slices,
+    chunk_budget,
+    instances_per_chunk,
+    keeps_activations,
+)
 from pyg_routing.models.compiled import compiled_function
 
 
@@ -81,15 +88,17 @@ def place_logits_elementwise(left: Tensor, right: Tensor, ia: Tensor, ib: Tensor
 
 def place_scores(left: Tensor, right: Tensor, first: Tensor, second: Tensor, w_h: Tensor,
                  b_h: Tensor, w_o: Tensor, b_o: Tensor, dtype: torch.dtype | None = None,
-                 compiled: bool = False) -> Tensor:
+                 compiled: bool = False, kept: list[tuple[Tensor, Tensor]] | None = None
+                 ) -> Tensor:
     """The logits ``[B, K]`` of the places ``(first, second)`` (``[B, K]`` node ids)
     from the first layer's sides ``left, right [B, M, F]`` (pickup side with the bias,
     delivery side), the hidden layer ``w_h [F2, F], b_h [F2]`` and the output layer
     ``w_o [1, F2], b_o [1]``, computed in slices of instances; the layers after the
     first in ``dtype`` (default :func:`mlp_dtype`). ``compiled``: each slice by
     :func:`place_logits_elementwise` under ``torch.compile``
-    (:mod:`~pyg_routing.models.compiled`). Not differentiable (:class:`PlaceScores`
-    is)."""
+    (:mod:`~pyg_routing.models.compiled`). ``kept``: each eager slice's two
+    activations are appended to it (:class:`PlaceScores`'s backward reads them). Not
+    differentiable (:class:`PlaceScores` is)."""
     b, m, f = left.shape
     dt = dtype or mlp_dtype(left)
     w_h, b_h, w_o, b_o = w_h.to(dt), b_h.to(dt), w_o[0].to(dt), b_o.to(dt)
@@ -102,14 +111,17 @@ def place_scores(left: Tensor, right: Tensor, first: Tensor, second: Tensor, w_h
             if fused is not None:
                 out[sl] = fused(*sides, ia, ib, w_h, b_h, w_o, b_o).view(-1, first.size(1))
                 continue
-            _, z = _hidden(*sides, ia, ib, w_h, b_h)
+            r1, z = _hidden(*sides, ia, ib, w_h, b_h)
             # the last layer a matrix-vector product into the output
             torch.addmv(b_o, z, w_o, out=out[sl].view(-1))
+            if kept is not None:
+                kept.append((r1, z))
     return out
 
 
 class PlaceScores(torch.autograd.Function):
-    r""":func:`place_scores` with a hand-written backward that recomputes each slice
+    r""":func:`place_scores` with a hand-written backward that recomputes each slice, or
+    reads the activations its forward kept (see the module docstring)
     (``PlaceScores.apply(left, right, first, second, w_h, b_h, w_o, b_o)``).
 
     Per slice, with ``r1 = relu(left[i] + right[j])``, ``r2 = relu(r1 W_h^T + b_h)``
@@ -129,7 +141,11 @@ class PlaceScores(torch.autograd.Function):
         ctx.save_for_backward(left, right, first, second, w_h, b_h, w_o)
         ctx.dt = mlp_dtype(left)                 # the backward's autocast state may differ
         ctx.dtypes = (right.dtype, w_h.dtype, b_h.dtype, w_o.dtype, b_o.dtype)
-        return place_scores(left, right, first, second, w_h, b_h, w_o, b_o, ctx.dt)
+        # the slices' activations kept for the backward where they fit the budget
+        saved = first.numel() * (left.size(-1) + w_h.size(0)) * left.element_size()
+        ctx.kept = [] if keeps_activations(saved, left.device) else None
+        return place_scores(left, right, first, second, w_h, b_h, w_o, b_o, ctx.dt,
+                            kept=ctx.kept)
 
     @staticmethod
     @once_differentiable
@@ -147,10 +163,10 @@ class PlaceScores(torch.autograd.Function):
         g_bo = torch.zeros((), dtype=acc, device=left.device)
         g_out = g_out.to(dt)
         with torch.autocast(left.device.type, enabled=False):
-            for sl in place_slices(left, first, w_h.size(0)):
+            for i, sl in enumerate(place_slices(left, first, w_h.size(0))):
                 ia, ib = _ids(first, second, sl, m)
-                r1, r2 = _hidden(left[sl].reshape(-1, f), right[sl].reshape(-1, f), ia, ib,
-                                 wh, bh)
+                r1, r2 = ctx.kept[i] if ctx.kept else _hidden(
+                    left[sl].reshape(-1, f), right[sl].reshape(-1, f), ia, ib, wh, bh)
                 g = g_out[sl].reshape(-1)                                   # [n]
                 g_wo += r2.t().mv(g)
                 g_bo += g.sum()

@@ -5,10 +5,12 @@ channels of every node pair.
 At PDP-101 (``B`` = 64) the layer's pair channels ``[B, 2H, M^2]`` are 21 MB and the
 scores 10 MB. Under autograd an update streamed about fifteen such tensors per layer
 through main memory (the bias copies, the ReLU, its mask and gradient, the channel
-gradients): :class:`SynthesisScores` runs both passes on cache-sized slices of instances,
-saves only its inputs, and recomputes each slice's ``q k^T`` and channels in its
-backward. The search (no gradient) slices the whole encoder instead
-(:class:`~pyg_routing.models.n2s.encoder.N2SEncoder`) and keeps the eager form.
+gradients): :class:`SynthesisScores` runs both passes on cache-sized slices of instances.
+Its backward recomputes each slice's ``q k^T`` and channels from the saved inputs, or,
+where all slices' fit :func:`~pyg_routing.functional.chunks.keeps_activations` (PDP-51
+at ``B`` = 64: 8 MB a layer), reads the ones its forward kept. The search (no gradient)
+slices the whole encoder instead (:class:`~pyg_routing.models.n2s.encoder.N2SEncoder`)
+and keeps the eager form.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from pyg_routing.functional.chunks import batch_slices, chunk_budget, instances_per_chunk
+from pyg_routing.functional.chunks import (
+    batch_slices,
+    chunk_budget,
+    instances_per_chunk,
+    keeps_activations,
+)
 
 
 def _slices(q: Tensor, channels: int) -> list[slice]:
@@ -59,11 +66,17 @@ class SynthesisScores(torch.autograd.Function):
         out = q.new_empty(b, h, m, m)
         wn, bn, wp = w_node.to(dt), b_node.to(dt).view(1, -1, 1), w_pos.to(dt)
         wo, bo = w_out.to(dt), b_out.to(dt).view(1, -1, 1)
+        # where the slices' node scores and channels fit the budget they are kept for
+        # the backward (``a``, ``r``: H + 2H channels a pair) instead of recomputed
+        saved = (h + w_node.size(0)) * b * m * m * q.element_size()
+        ctx.kept = [] if keeps_activations(saved, q.device) else None
         with torch.autocast(q.device.type, enabled=False):
             for sl in _slices(q, w_node.size(0)):
                 c = sl.stop - sl.start
-                _, r = _channels(q[sl], k[sl], None if pos is None else pos[sl], wn, bn, wp)
+                a, r = _channels(q[sl], k[sl], None if pos is None else pos[sl], wn, bn, wp)
                 torch.baddbmm(bo, _batched(wo, c), r, out=out[sl].view(c, h, m * m))
+                if ctx.kept is not None:
+                    ctx.kept.append((a, r))
         ctx.save_for_backward(q, k, pos, w_node, b_node, w_pos, w_out)
         ctx.dtypes = (None if pos is None else pos.dtype, w_node.dtype, b_node.dtype,
                       w_pos.dtype, w_out.dtype, b_out.dtype)
@@ -85,10 +98,10 @@ class SynthesisScores(torch.autograd.Function):
                  ("wo", w_out.shape), ("bo", w_out.shape[:1]))}
         g_out = g_out.to(dt)
         with torch.autocast(q.device.type, enabled=False):
-            for sl in _slices(q, w_node.size(0)):
+            for i, sl in enumerate(_slices(q, w_node.size(0))):
                 c = sl.stop - sl.start
                 p = None if pos is None else pos[sl].reshape(c, h, m * m).to(dt)
-                a, r = _channels(q[sl], k[sl], p, wn, bn, wp)
+                a, r = ctx.kept[i] if ctx.kept else _channels(q[sl], k[sl], p, wn, bn, wp)
                 g = g_out[sl].reshape(c, h, m * m)
                 sums["wo"] += g.bmm(r.transpose(1, 2)).sum(0)
                 sums["bo"] += g.sum((0, 2))
