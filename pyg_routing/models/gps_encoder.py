@@ -24,6 +24,7 @@ from pyg_routing.functional.chunks import (
 from pyg_routing.functional.index_pe import dense_route_inputs
 from pyg_routing.models.compiled import search_body
 from pyg_routing.models.gps_layer import GPSLayer
+from pyg_routing.models.inplace import InplaceReLU
 from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
 from pyg_routing.options import ENCODERS, LOCAL_MPS, check_pe_init
 
@@ -179,7 +180,7 @@ class GPSEncoder(nn.Module):
         rotary = self.positional.rotary
         pe_width = self.pe_width = self.positional.width
         self.input = nn.Sequential(nn.utils.skip_init(nn.Linear, in_channels + pe_width, dim),
-                                   nn.ReLU(inplace=True), nn.Linear(dim, dim))
+                                   InplaceReLU(), nn.Linear(dim, dim))
         self.layers = nn.ModuleList(
             GPSLayer(dim, heads, dropout, rotary=rotary, local=self.local_mp != "none",
                      directed=self.local_mp == "directed") for _ in range(num_layers))

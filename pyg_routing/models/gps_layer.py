@@ -8,12 +8,13 @@ from torch_geometric.nn import GINConv
 from torch_geometric.utils import to_dense_batch
 
 from pyg_routing.models.attention import RouteAttention
+from pyg_routing.models.inplace import InplaceReLU, writable
 from pyg_routing.models.pe.rope import RotaryPE
 
 
 def _gin(dim: int) -> GINConv:
     # ReLUs in place: a Linear's backward does not read its output.
-    return GINConv(nn.Sequential(nn.Linear(dim, dim), nn.ReLU(inplace=True),
+    return GINConv(nn.Sequential(nn.Linear(dim, dim), InplaceReLU(),
                                  nn.Linear(dim, dim)),
                    train_eps=True)
 
@@ -64,7 +65,7 @@ class GPSLayer(nn.Module):
             if directed:
                 self.local_rev = _gin(dim)
         self.attn = RouteAttention(dim, heads, dropout, rotary)
-        self.ff = nn.Sequential(nn.Linear(dim, ff_mult * dim), nn.ReLU(inplace=True),
+        self.ff = nn.Sequential(nn.Linear(dim, ff_mult * dim), InplaceReLU(),
                                 nn.Dropout(dropout),
                                 nn.Linear(ff_mult * dim, dim))
         if local:     # registered here, as before the option, to keep the state order
@@ -120,7 +121,8 @@ class GPSLayer(nn.Module):
         else:
             dense, mask = to_dense_batch(x, batch)
             h_attn = self.attn(dense, mask, bias, position)[mask]
-        h = self.norm_attn(self.dropout(h_attn).add_(x))
+        h_attn = self.dropout(h_attn)       # in training a view: summed out of place
+        h = self.norm_attn(h_attn.add_(x) if writable(h_attn) else h_attn + x)
         if h_local is not None:
             h = h_local.add_(h)                 # a layer norm's backward reads no output
         return self.norm_out(self.dropout(self.ff(h)).add_(h))

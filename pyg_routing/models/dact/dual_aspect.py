@@ -40,6 +40,7 @@ from pyg_routing.functional.chunks import (
 from pyg_routing.models.attention import instance_norm
 from pyg_routing.models.compiled import search_body
 from pyg_routing.models.gps_encoder import check_heads
+from pyg_routing.models.inplace import InplaceReLU
 from pyg_routing.models.pe.positional import PositionalEncoding
 from pyg_routing.models.pe.rope import RotaryPE
 
@@ -86,7 +87,7 @@ class DualAspectLayer(nn.Module):
         self.key = nn.Parameter(torch.empty(2, heads, dim, d))
         self.value = nn.Parameter(torch.empty(2, 2 * heads, dim, d))
         self.out = nn.Parameter(torch.empty(2, heads, 2 * d, dim))
-        self.ff = nn.ModuleList(nn.Sequential(nn.Linear(dim, ff_hidden), nn.ReLU(inplace=True),
+        self.ff = nn.ModuleList(nn.Sequential(nn.Linear(dim, ff_hidden), InplaceReLU(),
                                               nn.Linear(ff_hidden, dim)) for _ in range(2))
         self.rotary = rotary
         self.reset_parameters()

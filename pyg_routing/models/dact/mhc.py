@@ -33,6 +33,7 @@ from pyg_routing.models.compiled import search_body
 from pyg_routing.models.dact.dual_aspect import per_head, uniform_
 from pyg_routing.models.dact.pair_decoder import MoveDecoder
 from pyg_routing.models.dropout import BitDropout
+from pyg_routing.models.inplace import InplaceReLU
 from pyg_routing.models.sampling import choose, uniforms
 
 
@@ -41,8 +42,8 @@ def dact_mlp(inputs: int, hidden: int, embed: int, dropout: float) -> nn.Sequent
     layer); every weight and bias drawn ``U(±1 / sqrt(size(-1)))`` as DACT does. The
     dropout is :class:`~pyg_routing.models.dropout.BitDropout` (DACT's law, its CPU
     masks drawn 16 bits an entry: PPO updates 16–25 % faster)."""
-    mlp = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(inplace=True), BitDropout(dropout),
-                        nn.Linear(hidden, embed), nn.ReLU(inplace=True), nn.Linear(embed, 1))
+    mlp = nn.Sequential(nn.Linear(inputs, hidden), InplaceReLU(), BitDropout(dropout),
+                        nn.Linear(hidden, embed), InplaceReLU(), nn.Linear(embed, 1))
     reset_dact_mlp(mlp)
     return mlp
 
@@ -203,7 +204,11 @@ class MHCDecoder(MoveDecoder):
         pairs = torch.cat([compat[1], compat[0]], 1).permute(0, 2, 3, 1)  # [B, M, M, 2H]
         if torch.compiler.is_compiling() and not self.training:
             return self._mix_for_compiler(pairs)
-        return self.clip * torch.tanh(self.mix(pairs).squeeze(-1))
+        # The MLP on the pairs as rows [B M², 2H]: on the 4-D pairs its second layer's
+        # output is a view, and autograd undoes the in-place ReLU on a view with four
+        # extra passes over [B M², 32] (CopySlices). The same values and gradients.
+        b, m = pairs.shape[:2]
+        return self.clip * torch.tanh(self.mix(pairs.reshape(b * m * m, -1)).view(b, m, m))
 
     def _mix_for_compiler(self, pairs: Tensor) -> Tensor:
         """``clip * tanh(mix(pairs))`` in eval mode, written for ``torch.compile``: both
@@ -321,7 +326,7 @@ class DACTCritic(nn.Module):
         self.value = nn.Parameter(torch.empty(heads, dim, d))
         self.out = nn.Parameter(torch.empty(heads, d, dim))
         ff = dim if ff_hidden is None else ff_hidden
-        self.ff = nn.Sequential(nn.Linear(dim, ff), nn.ReLU(inplace=True), nn.Linear(ff, dim))
+        self.ff = nn.Sequential(nn.Linear(dim, ff), InplaceReLU(), nn.Linear(ff, dim))
         self.project_node = nn.Linear(dim, dim, bias=False)
         self.project_graph = nn.Linear(dim, dim, bias=False)
         self.value_mlp = dact_mlp(dim, dim, embed, dropout)

@@ -20,6 +20,7 @@ from pyg_routing.models.dact.pair_scores import (
     score_pairs,
     search_pair_scores,
 )
+from pyg_routing.models.inplace import InplaceReLU
 from pyg_routing.models.sampling import choose, log_prob_entropy, uniforms
 
 
@@ -101,7 +102,7 @@ class PairDecoder(MoveDecoder):
         self.dim, self.heads, self.clip, self.compiled = dim, heads, clip, compiled
         self.query = nn.Linear(dim, dim, bias=False)
         self.key = nn.Linear(dim, dim, bias=False)
-        self.mix = nn.Sequential(nn.Linear(heads, hidden), nn.ReLU(inplace=True),
+        self.mix = nn.Sequential(nn.Linear(heads, hidden), InplaceReLU(),
                                  nn.Linear(hidden, 1))
         self.reset_parameters()
 
@@ -223,7 +224,7 @@ class ValueHead(nn.Module):
     def __init__(self, dim: int, extra: int = 0, hidden: int = 64) -> None:
         super().__init__()
         self.extra = extra
-        self.mlp = nn.Sequential(nn.Linear(2 * dim + extra, hidden), nn.ReLU(inplace=True),
+        self.mlp = nn.Sequential(nn.Linear(2 * dim + extra, hidden), InplaceReLU(),
                                  nn.Linear(hidden, 1))
         self.reset_parameters()
 

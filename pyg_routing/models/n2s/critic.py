@@ -7,6 +7,7 @@ import torch
 from torch import Tensor, nn
 
 from pyg_routing.models.attention import RouteAttention
+from pyg_routing.models.inplace import InplaceReLU
 from pyg_routing.models.n2s.synthesis_attention import instance_norm
 
 
@@ -20,12 +21,12 @@ class N2SCritic(nn.Module):
     def __init__(self, dim: int, heads: int = 4) -> None:
         super().__init__()
         self.attn = RouteAttention(dim, heads)
-        self.ff = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(inplace=True), nn.Linear(dim, dim))
+        self.ff = nn.Sequential(nn.Linear(dim, dim), InplaceReLU(), nn.Linear(dim, dim))
         self.project_node = nn.Linear(dim, dim // 2)
         self.project_graph = nn.Linear(dim, dim // 2)
-        self.value = nn.Sequential(nn.Linear(2 * (dim // 2) + 1, dim), nn.ReLU(inplace=True),
+        self.value = nn.Sequential(nn.Linear(2 * (dim // 2) + 1, dim), InplaceReLU(),
                                    nn.Dropout(0.01), nn.Linear(dim, dim // 2),
-                                   nn.ReLU(inplace=True), nn.Linear(dim // 2, 1))
+                                   InplaceReLU(), nn.Linear(dim // 2, 1))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

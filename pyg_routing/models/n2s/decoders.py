@@ -32,13 +32,14 @@ from pyg_routing.functional.chunks import (
     needs_grad,
 )
 from pyg_routing.models.compiled import search_body
+from pyg_routing.models.inplace import InplaceReLU
 from pyg_routing.models.n2s.place_scores import PlaceScores, place_scores
 
 
 def _mlp(inputs: int, hidden: int = 32) -> nn.Sequential:
     """N2S's scoring MLP ``inputs -> 32 -> 32 -> 1`` (ReLU)."""
-    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(inplace=True),
-                         nn.Linear(hidden, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, 1))
+    return nn.Sequential(nn.Linear(inputs, hidden), InplaceReLU(),
+                         nn.Linear(hidden, hidden), InplaceReLU(), nn.Linear(hidden, 1))
 
 
 def _uniform_(param: Tensor) -> None:

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from pyg_routing.functional.chunks import needs_grad
 from pyg_routing.models.attention import instance_norm
+from pyg_routing.models.inplace import InplaceReLU
 from pyg_routing.models.n2s.synthesis_scores import SynthesisScores
 from pyg_routing.models.pe.rope import RotaryPE
 
@@ -51,7 +52,7 @@ class SynthesisAttentionLayer(nn.Module):
         self.mix_node = nn.Linear(heads, 2 * heads)           # first MLP layer, node half
         self.mix_pos = nn.Linear(heads, 2 * heads, bias=False)  # ... positional half
         self.mix_out = nn.Linear(2 * heads, heads)
-        self.ff = nn.Sequential(nn.Linear(dim, ff_hidden, bias=False), nn.ReLU(inplace=True),
+        self.ff = nn.Sequential(nn.Linear(dim, ff_hidden, bias=False), InplaceReLU(),
                                 nn.Linear(ff_hidden, dim, bias=False))
         self.rotary = rotary
         self.reset_parameters()
