@@ -49,7 +49,8 @@ CUDA_KEEP_BYTES = 1 << 30
 
 def keeps_activations(saved_bytes: int, device: torch.device | str) -> bool:
     """Whether a training pass whose slices save ``saved_bytes`` in all for the
-    backward keeps them (else each slice is checkpointed and recomputed)."""
+    backward keeps them (else its backward recomputes each slice). Each pass is judged
+    on its own: N2S's four passes may keep up to four budgets together."""
     cuda = torch.device(device).type == "cuda"
     return saved_bytes <= (CUDA_KEEP_BYTES if cuda else KEEP_BYTES)
 

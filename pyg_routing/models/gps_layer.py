@@ -121,7 +121,8 @@ class GPSLayer(nn.Module):
         else:
             dense, mask = to_dense_batch(x, batch)
             h_attn = self.attn(dense, mask, bias, position)[mask]
-        h_attn = self.dropout(h_attn)       # in training a view: summed out of place
+        # under autograd a view of the attention's product: summed out of place there
+        h_attn = self.dropout(h_attn)
         h = self.norm_attn(h_attn.add_(x) if writable(h_attn) else h_attn + x)
         if h_local is not None:
             h = h_local.add_(h)                 # a layer norm's backward reads no output
