@@ -142,8 +142,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--train", action="store_true", help="add the PPO-update rows")
     parser.add_argument("--encoder", default="gps", choices=["gps", "native"],
-                        help="native: DACT's own network (the recipes' default), timed "
-                             "without a floor (the floor's shapes are the GPS network's)")
+                        help="native: DACT's own network (the recipes' default), against "
+                             "its own floor")
     parser.add_argument("--compiled", action="store_true",
                         help="add the rows of the same policy with its search path under "
                              "torch.compile (pyg_routing.models.compiled; the warm-up "
