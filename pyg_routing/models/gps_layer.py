@@ -8,7 +8,7 @@ from torch_geometric.nn import GINConv
 from torch_geometric.utils import to_dense_batch
 
 from pyg_routing.models.attention import RouteAttention
-from pyg_routing.models.inplace import InplaceReLU, writable
+from pyg_routing.models.inplace import InplaceReLU, inplace_add
 from pyg_routing.models.pe.rope import RotaryPE
 
 
@@ -123,7 +123,7 @@ class GPSLayer(nn.Module):
             h_attn = self.attn(dense, mask, bias, position)[mask]
         # under autograd a view of the attention's product: summed out of place there
         h_attn = self.dropout(h_attn)
-        h = self.norm_attn(h_attn.add_(x) if writable(h_attn) else h_attn + x)
+        h = self.norm_attn(inplace_add(h_attn, x))
         if h_local is not None:
             h = h_local.add_(h)                 # a layer norm's backward reads no output
         return self.norm_out(self.dropout(self.ff(h)).add_(h))

@@ -2,13 +2,15 @@
 ``writable``, and no training graph of a backbone rebuilding a view's base
 (``CopySlices``)."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from pyg_routing.data.generators import make_generator
 from pyg_routing.envs import PairReinsertionEnv, TwoOptEnv
-from pyg_routing.models import DACTPolicy, N2SPolicy
+from pyg_routing.envs.deconstruction import PolicyDestroy, ProblemArrays, start_solutions
+from pyg_routing.models import DACTPolicy, N2SPolicy, NDSPolicy
 from pyg_routing.models.inplace import InplaceReLU, writable
 
 
@@ -55,11 +57,26 @@ def test_inplace_relu_is_in_place_where_writable_and_equal_everywhere():
     assert "CopySlices" in outs["inplace"][2] and "CopySlices" not in outs["ours"][2]
 
 
-@pytest.mark.parametrize("backbone", ["dact native", "dact gps", "n2s"])
+@pytest.mark.parametrize("backbone", ["dact native", "dact gps", "n2s", "nds"])
 def test_no_training_graph_rebuilds_a_views_base(backbone):
-    """A PPO update's forward (actor and critic) has no ``CopySlices`` node: no
-    in-place op on a view that autograd records."""
+    """A training forward (DACT's and N2S's actor and critic, NDS's log-probabilities
+    of given removals) has no ``CopySlices`` node: no in-place op on a view that
+    autograd records."""
     torch.manual_seed(0)
+    if backbone == "nds":
+        policy = NDSPolicy.build("cvrp")
+        instances = make_generator("cvrp", 20, seed=0).sample(1)
+        destroy = PolicyDestroy(policy, instances)
+        arrays = ProblemArrays.from_instances(instances)
+        obs = destroy.observe(start_solutions(arrays, np.zeros(2, np.int32),
+                                              rng=np.random.default_rng(0)))
+        with torch.no_grad():
+            selected, _, z = policy(obs, 4, 5, generator=torch.Generator().manual_seed(4))
+        policy.train()
+        _, log_prob, _ = policy(obs, 4, selected=selected, z=z)
+        names = _graph_nodes(log_prob.mean())
+        assert len(names) > 50 and "CopySlices" not in names
+        return
     if backbone == "n2s":
         env, problem = PairReinsertionEnv(), "pdtsp"
         policy = N2SPolicy.build(problem, pe="dact_cpe")

@@ -38,6 +38,7 @@ from torch import Tensor, nn
 
 from pyg_routing.data.dense_rows import take_rows
 from pyg_routing.functional.chunks import needs_grad
+from pyg_routing.models.inplace import inplace_add, inplace_relu
 from pyg_routing.models.nds.encoder import merge_heads, split_heads
 from pyg_routing.models.nds.tail import pick_rows
 from pyg_routing.models.sampling import sample_categorical, uniforms
@@ -197,10 +198,10 @@ class NDSDecoder(nn.Module):
             glimpse = F.scaled_dot_product_attention(
                 q, keys, values, attn_mask=mask.unsqueeze(1).to(q.dtype))
             g = self.multi_head_combine(merge_heads(glimpse))        # [B, K, dim]
-            # in place on the layers' fresh outputs (their backward does not read them; with
-            # gradients autograd rebases the view, no slower: docs/design.md)
-            poly = F.relu(self.poly_layer_1(torch.cat([g, z], -1)), inplace=True)
-            ctx = self.poly_layer_2(poly).add_(g)
+            # in place on the layers' fresh outputs (their backward does not read them),
+            # out of place on the views autograd records (models/inplace.py)
+            poly = inplace_relu(self.poly_layer_1(torch.cat([g, z], -1)))
+            ctx = inplace_add(self.poly_layer_2(poly), g)
             if fused:
                 scores = torch.matmul(ctx, enc_t).float().view(-1, m)  # fresh: overwritten
                 pick, logp = pick_rows(scores, mask.view(-1, m),

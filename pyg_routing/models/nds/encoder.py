@@ -52,6 +52,7 @@ from pyg_routing.functional.chunks import (
     needs_grad,
 )
 from pyg_routing.models.gps_encoder import check_heads
+from pyg_routing.models.inplace import inplace_relu
 from pyg_routing.models.pe.positional import PositionalEncoding, accept_legacy_keys
 from pyg_routing.models.pe.rope import RotaryPE
 
@@ -84,7 +85,7 @@ class FeedForward(nn.Module):
         self.W2.reset_parameters()
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.W2(F.relu(self.W1(x), inplace=True))    # W1's output is ours
+        return self.W2(inplace_relu(self.W1(x)))    # W1's output is ours
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -175,8 +176,7 @@ class TourLayer(nn.Module):
         idx = label.unsqueeze(-1).expand(b, n, d)
         sums = cust.new_zeros(b, n + 1, d).scatter_add_(1, idx, cust)
         sums = torch.cat([sums[:, :n], sums.new_zeros(b, 1, d)], dim=1)
-        mixed = F.relu(self.tour_combiner(torch.cat([cust, sums.gather(1, idx)], dim=-1)),
-                       inplace=True)
+        mixed = inplace_relu(self.tour_combiner(torch.cat([cust, sums.gather(1, idx)], dim=-1)))
         cust = self.add_and_normalize(cust, self.feedforward_layer(mixed))
         return torch.cat([h[:, :1], cust, h[:, n + 1:]], dim=1)
 
@@ -219,7 +219,7 @@ class MessagePassingLayer(nn.Module):
         else:
             msg = self.neighbour_projector(left) + self.neighbour_projector(right)
         cust = h[:, 1:n + 1]
-        mixed = F.relu(self.neighbour_combiner(torch.cat([cust, msg], dim=-1)), inplace=True)
+        mixed = inplace_relu(self.neighbour_combiner(torch.cat([cust, msg], dim=-1)))
         cust = self.add_and_normalize(cust, self.feedforward_layer(mixed))
         return torch.cat([h[:, :1], cust, h[:, n + 1:]], dim=1)
 
