@@ -19,6 +19,10 @@ and those steps take no fault after the first. The price is up to
 :data:`TRIM_THRESHOLD` of freed memory kept resident. A Python program that wants
 the same calls :func:`keep_freed_memory` itself.
 
+:func:`available_memory` is what the process may still take (the machine's available
+memory, capped by its control group's limit): the training passes in slices judge by it
+whether to keep their activations (:func:`pyg_routing.functional.chunks.keeps_activations`).
+
 Override: ``PYG_ROUTING_MALLOC=glibc`` leaves glibc's defaults (``keep``, the
 default, applies the policy); a value that is neither is refused with a
 :class:`ValueError` naming it. glibc's own settings win: with ``MALLOC_TRIM_THRESHOLD_``,
@@ -99,3 +103,64 @@ def apply_memory_policy() -> bool:
     """:func:`keep_freed_memory` unless :func:`chosen_policy` says ``"glibc"``; returns
     whether the thresholds were set."""
     return chosen_policy() == "keep" and keep_freed_memory()
+
+
+#: the kernel's memory figures, the process's control groups, and where Linux mounts
+#: the groups (v2: one tree; v1: a tree per controller)
+MEMINFO, PROC_CGROUP, CGROUP_ROOT = "/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup"
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still take: the kernel's ``MemAvailable`` (free memory
+    plus what it can reclaim), capped by the limit of the process's memory control group
+    less its usage (a container's, or a batch job's; cgroup v2 and v1). ``None`` where
+    neither can be read (not Linux)."""
+    found = [value for value in (_meminfo_available(), _cgroup_headroom())
+             if value is not None]
+    return min(found) if found else None
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open(MEMINFO) as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_headroom() -> int | None:
+    """``limit - usage`` of the process's memory cgroup, ``None`` without a limit."""
+    try:
+        with open(PROC_CGROUP) as groups:
+            lines = groups.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:                       # "id:controllers:path"
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":                # v2: memory.max and memory.current
+            names, tree = ("memory.max", "memory.current"), CGROUP_ROOT
+        elif "memory" in controllers.split(","):
+            names = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+            tree = os.path.join(CGROUP_ROOT, "memory")
+        else:
+            continue
+        # the group's own directory where it is visible, else the mount's root (a
+        # container sees its own group there)
+        for folder in (os.path.join(tree, path.lstrip("/")), tree):
+            limit, usage = (_read_bytes(os.path.join(folder, name)) for name in names)
+            if limit is not None and usage is not None:
+                # v1 writes "no limit" as a number near 2^63
+                return max(0, limit - usage) if limit < 1 << 60 else None
+    return None
+
+
+def _read_bytes(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return 1 << 62 if text == "max" else int(text) if text.isdigit() else None

@@ -110,3 +110,61 @@ def test_freed_memory_serves_the_next_step_without_faults():
     # once by a temporary's size (1 536 pages), where aligned blocks did not fit a hole
     assert sorted(kept)[len(kept) // 2] < 10, kept
     assert sum(kept) < sum(given_back) / 10, (kept, given_back)
+
+
+# ---------------------------------------------------------------- available memory
+def _proc(tmp_path, monkeypatch, groups, available_kb=8 * 2**20):
+    """Fake /proc/meminfo (``MemAvailable``), /proc/self/cgroup and a cgroup tree."""
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(f"MemTotal: 99999999 kB\nMemAvailable: {available_kb} kB\n")
+    cgroup = tmp_path / "cgroup"
+    cgroup.write_text(groups)
+    root = tmp_path / "fs"
+    root.mkdir()
+    monkeypatch.setattr(memory, "MEMINFO", str(meminfo))
+    monkeypatch.setattr(memory, "PROC_CGROUP", str(cgroup))
+    monkeypatch.setattr(memory, "CGROUP_ROOT", str(root))
+    return root
+
+
+def _write(folder, **files):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name.replace("_", ".", 1)).write_text(text)
+
+
+def test_available_memory_is_meminfos_without_a_group_limit(tmp_path, monkeypatch):
+    root = _proc(tmp_path, monkeypatch, "0::/job\n")
+    _write(root / "job", memory_max="max\n", memory_current="123\n")
+    assert memory.available_memory() == 8 * 2**30
+
+
+def test_a_v2_group_limit_caps_available_memory(tmp_path, monkeypatch):
+    root = _proc(tmp_path, monkeypatch, "0::/job/step\n")
+    _write(root / "job" / "step", memory_max=f"{3 * 2**30}\n", memory_current=f"{2**30}\n")
+    assert memory.available_memory() == 2 * 2**30
+
+
+def test_a_v1_memory_group_caps_available_memory(tmp_path, monkeypatch):
+    root = _proc(tmp_path, monkeypatch, "5:cpu,cpuacct:/x\n4:memory:/docker/abc\n0::/\n")
+    _write(root / "memory" / "docker" / "abc", memory_limit_in_bytes=f"{2**30}\n",
+           memory_usage_in_bytes=f"{2**28}\n")
+    assert memory.available_memory() == 2**30 - 2**28
+
+
+def test_a_container_sees_its_group_at_the_mounts_root(tmp_path, monkeypatch):
+    # inside a cgroup namespace the group's own path is not under the mount
+    root = _proc(tmp_path, monkeypatch, "4:memory:/docker/abc\n")
+    _write(root / "memory", memory_limit_in_bytes=f"{2**31}\n", memory_usage_in_bytes="0\n")
+    assert memory.available_memory() == 2**31
+
+
+def test_v1s_no_limit_and_unreadable_files_leave_meminfo(tmp_path, monkeypatch):
+    root = _proc(tmp_path, monkeypatch, "4:memory:/\n", available_kb=1024)
+    _write(root / "memory", memory_limit_in_bytes="9223372036854771712\n",
+           memory_usage_in_bytes="5\n")
+    assert memory.available_memory() == 2**20
+    monkeypatch.setattr(memory, "MEMINFO", str(tmp_path / "missing"))
+    assert memory.available_memory() is None
+    _write(root / "memory", memory_limit_in_bytes="garbage\n")
+    assert memory.available_memory() is None

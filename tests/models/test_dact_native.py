@@ -262,13 +262,13 @@ def test_the_decoder_scores_in_slices_what_the_whole_batch_scores(monkeypatch, p
     assert calls[:b // per_slice] == [per_slice] * (b // per_slice)
     policy.eval()
     calls.clear()
-    monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device: False)
+    monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device, **kw: False)
     got = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
     # checkpointed: each slice once forward, once again in the backward (last first)
     sizes = [per_slice] * (b // per_slice) + [b % per_slice] * (b % per_slice > 0)
     assert calls == sizes + sizes[::-1]
     calls.clear()
-    monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device: True)
+    monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device, **kw: True)
     kept = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
     assert calls == sizes and torch.equal(kept, got)      # kept: each slice once
     # the slices' products sum in another order (float32: seen 2.5e-6 off at 0.13 on
@@ -290,7 +290,7 @@ def test_checkpointed_slices_recompute_the_forwards_dropout_masks(monkeypatch):
     hg = policy.embed(obs).detach().requires_grad_()
     monkeypatch.setattr(mhc, "chunk_budget",
                         lambda device: m * m * policy.decoder.mix[0].out_features)
-    monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device: False)
+    monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device, **kw: False)
     torch.manual_seed(7)
     got = torch.autograd.grad(policy.decoder.dact_logits(hg).square().sum(), hg)[0]
     dec = policy.decoder
@@ -321,7 +321,7 @@ def test_kept_slices_train_as_the_checkpointed_ones(monkeypatch):
                         lambda device: 2 * m * m * policy.decoder.mix[0].out_features)
     runs = {}
     for kept in (False, True):
-        monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device, k=kept: k)
+        monkeypatch.setattr(mhc, "keeps_activations", lambda saved, device, k=kept, **kw: k)
         policy.zero_grad(set_to_none=True)
         torch.manual_seed(5)
         _, log_prob, entropy, value = policy(obs, generator=torch.Generator().manual_seed(1))
@@ -352,21 +352,57 @@ def test_compatibilities_by_head_are_the_batched_product_bit_for_bit(instances):
     assert torch.equal(other, want)
 
 
-def test_the_decoder_keeps_activations_up_to_the_budget():
+def test_the_decoder_keeps_activations_up_to_the_budget(monkeypatch):
     """The rule: five ``[B M², hidden]`` activations against 128 MB on the CPU (half the
-    free memory the commands keep), 1 GB on a GPU."""
-    from pyg_routing.functional.chunks import CUDA_KEEP_BYTES, KEEP_BYTES, keeps_activations
+    free memory the commands keep) and 1 GB on a GPU, or, for a pass that asks
+    (``up_to_free``: DACT's decoder), a quarter of the memory free if that is more."""
+    from pyg_routing.functional import chunks
 
+    keeps = chunks.keeps_activations
+    free = {"cpu": None, "cuda": 0}
+    monkeypatch.setattr(chunks, "available_memory", lambda: free["cpu"])
+    monkeypatch.setattr(chunks, "_free_cuda_bytes", lambda device: free["cuda"])
     dec = DACTPolicy.build("tsp", encoder="native").decoder
     hidden = dec.mix[0].out_features
     hg = torch.empty(64, 50, 128)                          # TSP-50, the CPU recipe's batch
-    assert dec._saved_bytes(hg) == 5 * 64 * 50 * 50 * hidden * 4
-    assert keeps_activations(dec._saved_bytes(hg), "cpu")
-    big = torch.empty(600, 50, 128)                        # the recipe's batch of 600
-    assert not keeps_activations(dec._saved_bytes(big), "cpu")
-    assert keeps_activations(dec._saved_bytes(big), "cuda")
-    assert keeps_activations(KEEP_BYTES, "cpu") and not keeps_activations(KEEP_BYTES + 1, "cpu")
-    assert not keeps_activations(CUDA_KEEP_BYTES + 1, torch.device("cuda", 0))
+    saved, big = dec._saved_bytes(hg), dec._saved_bytes(torch.empty(600, 50, 128))
+    assert saved == 5 * 64 * 50 * 50 * hidden * 4         # big: the recipe's batch of 600
+    # memory unknown (off Linux) or scarce, or a pass that keeps to the floors
+    for cpu, up_to_free in ((None, True), (0, True), (4 * chunks.KEEP_BYTES, True),
+                            (2**40, False)):
+        free["cpu"] = cpu
+        assert keeps(saved, "cpu", up_to_free=up_to_free)
+        assert not keeps(big, "cpu", up_to_free=up_to_free)
+        assert keeps(chunks.KEEP_BYTES, "cpu", up_to_free=up_to_free)
+        assert not keeps(chunks.KEEP_BYTES + 1, "cpu", up_to_free=up_to_free)
+    assert keeps(big, "cuda", up_to_free=True)
+    assert not keeps(chunks.CUDA_KEEP_BYTES + 1, torch.device("cuda", 0), up_to_free=True)
+    # with memory free: a quarter of it, for the passes that ask
+    free["cpu"], free["cuda"] = 16 * 2**30, 40 * 2**30
+    assert keeps(big, "cpu", up_to_free=True) and not keeps(big, "cpu")
+    assert keeps(4 * 2**30, "cpu", up_to_free=True)
+    assert not keeps(4 * 2**30 + 1, "cpu", up_to_free=True)
+    assert keeps(10 * 2**30, "cuda", up_to_free=True)
+    assert not keeps(10 * 2**30 + 1, torch.device("cuda", 0), up_to_free=True)
+    assert not keeps(chunks.CUDA_KEEP_BYTES + 1, "cuda")
+
+
+def test_the_decoder_asks_to_keep_up_to_the_free_memory(monkeypatch):
+    """A batch whose slices save more than 128 MB: recomputed with no memory free,
+    kept with plenty (the call's own budget, not a fixed one)."""
+    from pyg_routing.functional import chunks
+    from pyg_routing.models.dact import mhc
+
+    dec = DACTPolicy.build("tsp", encoder="native").decoder.train()
+    hg = torch.randn(200, 50, 128, requires_grad=True)     # 333 MB of pair activations
+    assert dec._saved_bytes(hg) > chunks.KEEP_BYTES
+    calls = []
+    monkeypatch.setattr(mhc, "checkpoint", lambda fn, part, **kw: calls.append(1) or fn(part))
+    for free, checkpoints in ((0, True), (2**40, False)):
+        calls.clear()
+        monkeypatch.setattr(chunks, "available_memory", lambda free=free: free)
+        dec.dact_logits(hg)
+        assert bool(calls) == checkpoints
 
 
 def _explicit_dual_aspect(layer, h, g, bias):

@@ -103,7 +103,8 @@ class MHCDecoder(MoveDecoder):
         the random state kept, so the recomputed dropout masks are the forward's): the
         backward recomputes a slice's scores instead of keeping every activation, unless
         all slices' activations fit :func:`~pyg_routing.functional.chunks.keeps_activations`
-        (batches of 64 at TSP-50: 104 MB), which are then kept (the same gradients). The
+        (128 MB, or a quarter of the memory free: batches of 64 at TSP-50 take 104 MB,
+        of 512 at CVRP-100 4.3 GB), which are then kept (the same gradients). The
         values are the whole batch's but for the last bit of the one-column output
         layer; a slice draws its own dropout masks (a batch within one slice: the
         whole batch's draws)."""
@@ -116,7 +117,7 @@ class MHCDecoder(MoveDecoder):
             # split, not slicing: the backward concatenates the slices' gradients once
             # instead of zero-filling a whole-size gradient per slice
             parts = self._refined(hg).split(per_chunk, 1)
-            if keeps_activations(self._saved_bytes(hg), hg.device):
+            if keeps_activations(self._saved_bytes(hg), hg.device, up_to_free=True):
                 return torch.cat([self._pair_logits(part) for part in parts])
             return torch.cat([checkpoint(self._pair_logits, part, use_reentrant=False)
                               for part in parts])
