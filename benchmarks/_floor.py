@@ -7,8 +7,8 @@ the arithmetic its architecture must do whatever the implementation: every matri
 product at its shape, the attention, the softmaxes and the norms, each timed alone
 on random tensors, at the model's full shapes, into outputs allocated once (no
 allocation, no page fault, no permute, no bias add, no ReLU, no gather, no sampling,
-no environment). Tensors past 64 MB are shared by the operations of their shape and
-role (:data:`SHARE_BYTES`): the training floors at batch 512 fit in memory that way.
+no environment). Tensors past 64 MB are views of one buffer per role (inputs,
+outputs; :data:`SHARE_BYTES`), so the training floors at batch 512 fit in memory.
 ``floor / ours`` is the share of our time that is this arithmetic. It is not a
 hardware bound: memory-bound operations run faster in cache-sized slices than at full
 shape, so an implementation that slices can beat a floor row.
@@ -96,35 +96,43 @@ def under_precision(fn: Op, precision: str) -> Op:
     return run
 
 
-#: Floor tensors of at least this many bytes are shared by the operations of the same
-#: shape (one per shape and role: input, output, zeros). Operations run one at a time,
-#: and past the caches' sizes sharing changes no time, but without it the training
-#: floor of DACT's own network at CVRP-100, batch 512 (a dozen pair tensors ``[B M²,
-#: 32]`` of 850 MB each) did not fit in 24 GB.
+#: Floor tensors of at least this many bytes are views of one buffer per role (inputs,
+#: outputs, zeros) as large as the largest of them: operations run one at a time, and
+#: past the caches' sizes sharing changes no time. With separate tensors the training
+#: floor of DACT's own network at CVRP-100, batch 512 (a dozen pair tensors ``[B M², 32]``
+#: of 850 MB each) outgrew 24 GB; now it takes 11 GB, mostly its tensors below the bound.
 SHARE_BYTES = 1 << 26
-_SHARED: dict[tuple, torch.Tensor] = {}
+_POOLS: dict[tuple, torch.Tensor] = {}
+_VIEWS: dict[tuple, list[torch.Tensor]] = {}
 
 
 def _floor_buffer(role: str, shape: tuple[int, ...],
-                  make: Callable[[], torch.Tensor]) -> torch.Tensor:
-    if math.prod(shape) * _DTYPE.itemsize < SHARE_BYTES:
-        return make()
-    key = (role, shape, _DEVICE, _DTYPE)
-    if key not in _SHARED:
-        _SHARED[key] = make()
-    return _SHARED[key]
+                  fill: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """A tensor of ``shape`` filled by ``fill``; past :data:`SHARE_BYTES` a view of the
+    role's shared buffer, which grows to the largest asked for (the views handed out
+    before are moved onto the new one)."""
+    numel = math.prod(shape)
+    if numel * _DTYPE.itemsize < SHARE_BYTES:
+        return fill(torch.empty(shape, device=_DEVICE, dtype=_DTYPE))
+    key = (role, _DEVICE, _DTYPE)
+    pool, views = _POOLS.get(key), _VIEWS.setdefault(key, [])
+    if pool is None or pool.numel() < numel:
+        pool = _POOLS[key] = fill(torch.empty(numel, device=_DEVICE, dtype=_DTYPE))
+        for view in views:
+            view.set_(pool.untyped_storage(), 0, view.shape)
+    view = torch.empty(0, device=_DEVICE, dtype=_DTYPE).set_(pool.untyped_storage(), 0, shape)
+    views.append(view)
+    return view
 
 
 def floor_tensor(*shape: int) -> torch.Tensor:
-    """A random tensor of ``shape`` on the floor's device, in its dtype (shared with
-    other operations' inputs of that shape past :data:`SHARE_BYTES`)."""
-    return _floor_buffer("input", shape,
-                         lambda: torch.randn(*shape, device=_DEVICE, dtype=_DTYPE))
+    """A random tensor of ``shape`` on the floor's device, in its dtype (past
+    :data:`SHARE_BYTES` a view of the inputs' shared buffer)."""
+    return _floor_buffer("input", shape, lambda t: t.normal_())
 
 
 def _empty(*shape: int) -> torch.Tensor:
-    return _floor_buffer("output", shape,
-                         lambda: torch.empty(*shape, device=_DEVICE, dtype=_DTYPE))
+    return _floor_buffer("output", shape, lambda t: t)
 
 
 def as_a_command() -> int:
@@ -178,9 +186,8 @@ def attention(batch: int, heads: int, length: int, head_dim: int, keys: int | No
     keys = length if keys is None else keys
     q = floor_tensor(batch, heads, length, head_dim)
     k, v = floor_tensor(batch, heads, keys, head_dim), floor_tensor(batch, heads, keys, head_dim)
-    shape = (batch, 1, length, keys)
-    bias = _floor_buffer("zeros", shape, lambda: torch.zeros(
-        *shape, device=_DEVICE, dtype=_DTYPE)) if mask else None
+    bias = _floor_buffer("zeros", (batch, 1, length, keys), torch.Tensor.zero_) \
+        if mask else None
     return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
 
 
