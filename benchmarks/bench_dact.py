@@ -65,6 +65,7 @@ from _floor import (
 
 from pyg_routing.data.generators import make_generator
 from pyg_routing.envs.two_opt import TwoOptEnv
+from pyg_routing.functional.chunks import keeps_activations
 from pyg_routing.models import DACTPolicy
 
 
@@ -205,7 +206,19 @@ def main() -> None:
     if args.train:
         print_table("training", {k: v for k, v in rows.items() if "PPO" in k},
                     "floor: PPO update", ["ours: PPO update"])
+        if native:
+            print(kept_line(policy, b, m, device))
     print(machine_line())
+
+
+def kept_line(policy: DACTPolicy, b: int, m: int, device: torch.device) -> str:
+    """Whether the PPO update's decoder slices keep their activations or recompute them
+    (:func:`~pyg_routing.functional.chunks.keeps_activations`, judged on the memory free
+    at the call: in this process the floor's tensors hold some of it)."""
+    saved = policy.decoder._saved_bytes(torch.empty(b, m, 2 * policy.encoder.dim))
+    kept = keeps_activations(saved, device, up_to_free=True)
+    return (f"DACT's decoder in the PPO update: its slices save {saved / 2**30:.2f} GB, "
+            f"{'kept' if kept else 'recomputed in the backward'} with the memory free now")
 
 
 if __name__ == "__main__":
