@@ -217,7 +217,7 @@ def kept_line(policy: DACTPolicy, b: int, m: int, device: torch.device) -> str:
     at the call: in this process the floor's tensors hold some of it)."""
     saved = policy.decoder._saved_bytes(torch.empty(b, m, 2 * policy.encoder.dim))
     kept = keeps_activations(saved, device, up_to_free=True)
-    return (f"DACT's decoder in the PPO update: its slices save {saved / 2**30:.2f} GB, "
+    return (f"DACT's decoder in the PPO update: its slices save {saved / 2**20:,.0f} MB, "
             f"{'kept' if kept else 'recomputed in the backward'} with the memory free now")
 
 
