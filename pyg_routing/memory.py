@@ -132,14 +132,18 @@ def _meminfo_available() -> int | None:
 
 
 def _cgroup_headroom() -> int | None:
-    """``limit - usage`` of the process's memory cgroup, ``None`` without a limit."""
+    """The least ``limit - usage`` over the process's memory cgroup and its ancestors
+    (a job's limit may sit on a parent group), ``None`` without a limit."""
     try:
         with open(PROC_CGROUP) as groups:
             lines = groups.read().splitlines()
     except OSError:
         return None
     for line in lines:                       # "id:controllers:path"
-        _, controllers, path = line.split(":", 2)
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
         if controllers == "":                # v2: memory.max and memory.current
             names, tree = ("memory.max", "memory.current"), CGROUP_ROOT
         elif "memory" in controllers.split(","):
@@ -147,13 +151,19 @@ def _cgroup_headroom() -> int | None:
             tree = os.path.join(CGROUP_ROOT, "memory")
         else:
             continue
-        # the group's own directory where it is visible, else the mount's root (a
-        # container sees its own group there)
-        for folder in (os.path.join(tree, path.lstrip("/")), tree):
+        # the group's directory and its parents up to the mount's root, which is where
+        # a container (in its own cgroup namespace) sees its own group
+        headroom, folder = [], os.path.join(tree, path.strip("/"))
+        while True:
             limit, usage = (_read_bytes(os.path.join(folder, name)) for name in names)
-            if limit is not None and usage is not None:
-                # v1 writes "no limit" as a number near 2^63
-                return max(0, limit - usage) if limit < 1 << 60 else None
+            # v2 writes "no limit" as "max", v1 as a number near 2^63
+            if limit is not None and usage is not None and limit < 1 << 60:
+                headroom.append(max(0, limit - usage))
+            if os.path.normpath(folder) == os.path.normpath(tree):
+                break
+            folder = os.path.dirname(folder)
+        if headroom:
+            return min(headroom)
     return None
 
 

@@ -168,3 +168,19 @@ def test_v1s_no_limit_and_unreadable_files_leave_meminfo(tmp_path, monkeypatch):
     assert memory.available_memory() is None
     _write(root / "memory", memory_limit_in_bytes="garbage\n")
     assert memory.available_memory() is None
+
+
+def test_a_parents_limit_caps_a_group_without_its_own(tmp_path, monkeypatch):
+    root = _proc(tmp_path, monkeypatch, "0::/job/step\n")
+    _write(root / "job", memory_max=f"{5 * 2**30}\n", memory_current=f"{2**30}\n")
+    _write(root / "job" / "step", memory_max="max\n", memory_current=f"{2**29}\n")
+    assert memory.available_memory() == 4 * 2**30
+    _write(root / "job" / "step", memory_max=f"{2**31}\n")     # the tighter of the two
+    assert memory.available_memory() == 2**31 - 2**29
+
+
+def test_malformed_group_lines_are_skipped(tmp_path, monkeypatch):
+    root = _proc(tmp_path, monkeypatch, "garbage\n4:memory:/g\n")
+    _write(root / "memory" / "g", memory_limit_in_bytes=f"{2**30}\n",
+           memory_usage_in_bytes="0\n")
+    assert memory.available_memory() == 2**30
