@@ -156,7 +156,7 @@ def _cgroup_headroom() -> int | None:
         headroom, folder = [], os.path.join(tree, path.strip("/"))
         while True:
             limit, usage = (_read_bytes(os.path.join(folder, name)) for name in names)
-            # v2 writes "no limit" as "max", v1 as a number near 2^63
+            # no limit: v2 writes "max" (not a number: None), v1 a number near 2^63
             if limit is not None and usage is not None and limit < 1 << 60:
                 headroom.append(max(0, limit - usage))
             if os.path.normpath(folder) == os.path.normpath(tree):
@@ -173,4 +173,4 @@ def _read_bytes(path: str) -> int | None:
             text = f.read().strip()
     except OSError:
         return None
-    return 1 << 62 if text == "max" else int(text) if text.isdigit() else None
+    return int(text) if text.isdigit() else None
